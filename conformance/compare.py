@@ -1,0 +1,134 @@
+"""Metrics and tolerance policies.
+
+All differences are taken in float64 on the host: subtracting uint8 tensors
+wraps (0 - 1 == 255), which has hidden real divergences before (vision#8399).
+"""
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """How far an output is from what it is compared with."""
+
+    max_abs: float
+    mae: float
+    mismatch_fraction: float
+    mismatches: int
+    elements: int
+    worst_index: tuple[int, ...] | None
+    worst_actual: float | None
+    worst_expected: float | None
+    psnr: float
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["worst_index"] = list(self.worst_index) if self.worst_index is not None else None
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in data.items()}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """A named acceptance policy; every number carries its reason.
+
+    An element mismatches when |actual - expected| > atol + rtol * |expected|
+    (NaN against NaN at the same place is a match).  The output passes when
+    the mismatching fraction is at most `max_mismatch_fraction` and, where
+    set, the MAE is at most `max_mae` and the PSNR is at least `min_psnr`.
+    """
+
+    name: str
+    reason: str
+    atol: float = 0.0
+    rtol: float = 0.0
+    max_mismatch_fraction: float = 0.0
+    max_mae: float | None = None
+    min_psnr: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.reason.strip():
+            raise ValueError(f"tolerance {self.name!r} needs a written reason")
+        if self.atol < 0 or self.rtol < 0 or not 0 <= self.max_mismatch_fraction <= 1:
+            raise ValueError(f"tolerance {self.name!r} has a negative or out-of-range bound")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def violations(self, metrics: Metrics) -> list[str]:
+        """Human-readable reasons the metrics break this policy (empty: pass)."""
+        found = []
+        if metrics.mismatch_fraction > self.max_mismatch_fraction:
+            found.append(
+                f"{metrics.mismatches} of {metrics.elements} elements "
+                f"({metrics.mismatch_fraction:.2%}) differ by more than atol={self.atol:g} + "
+                f"rtol={self.rtol:g}*|expected| (allowed {self.max_mismatch_fraction:.2%}); "
+                f"max abs diff {metrics.max_abs:.6g}"
+            )
+        if self.max_mae is not None and metrics.mae > self.max_mae:
+            found.append(f"MAE {metrics.mae:.6g} > {self.max_mae:g}")
+        if self.min_psnr is not None and metrics.psnr < self.min_psnr:
+            found.append(f"PSNR {metrics.psnr:.2f} dB < {self.min_psnr:g} dB")
+        return found
+
+
+def measure(actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance, data_range: float) -> Metrics:
+    """Compare two same-shaped arrays in float64 under `tolerance`."""
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    if actual.shape != expected.shape:
+        raise ValueError(f"shape {actual.shape} vs {expected.shape}")
+    both_nan = np.isnan(actual) & np.isnan(expected)
+    diff = np.abs(actual - expected)
+    diff = np.where(both_nan, 0.0, diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)  # NaN on one side only
+    bound = tolerance.atol + tolerance.rtol * np.abs(np.nan_to_num(expected))
+    mismatch = diff > bound
+    elements = int(diff.size)
+    if elements == 0:
+        return Metrics(0.0, 0.0, 0.0, 0, 0, None, None, None, math.inf)
+    worst_flat = int(np.argmax(diff))
+    worst = tuple(int(i) for i in np.unravel_index(worst_flat, diff.shape))
+    max_abs = float(diff.flat[worst_flat])
+    mse = float(np.mean(np.square(diff))) if np.isfinite(max_abs) else math.inf
+    psnr = math.inf if mse == 0 else (10 * math.log10(data_range**2 / mse) if math.isfinite(mse) else -math.inf)
+    return Metrics(
+        max_abs=max_abs,
+        mae=float(np.mean(diff)),
+        mismatch_fraction=float(np.count_nonzero(mismatch)) / elements,
+        mismatches=int(np.count_nonzero(mismatch)),
+        elements=elements,
+        worst_index=worst,
+        worst_actual=float(actual.flat[worst_flat]),
+        worst_expected=float(expected.flat[worst_flat]),
+        psnr=psnr,
+    )
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Which tolerance applies where: glob patterns over check, dtype, mode, target."""
+
+    tolerance: Tolerance
+    check: str = "*"
+    dtype: str = "*"
+    mode: str = "*"
+    target: str = "*"
+
+    def matches(self, check: str, dtype: str, mode: str, target: str) -> bool:
+        pairs = ((self.check, check), (self.dtype, dtype), (self.mode, mode), (self.target, target))
+        return all(fnmatch.fnmatchcase(value, pattern) for pattern, value in pairs)
+
+
+def pick_tolerance(rules: Sequence[Rule], *, check: str, dtype: str, mode: str, target: str) -> Tolerance:
+    """The first rule that matches; an op without a matching rule is a spec error."""
+    for rule in rules:
+        if rule.matches(check, dtype, mode, target):
+            return rule.tolerance
+    raise LookupError(f"no tolerance rule for check={check} dtype={dtype} mode={mode} target={target}")

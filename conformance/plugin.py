@@ -1,0 +1,219 @@
+"""The pytest plugin: options, target parametrization, the result store, the summary.
+
+Loaded through the `pytest11` entry point (and by the repo's conftest.py).
+Only functions built by `OpSpec.test()` are touched; other tests run as usual.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+from conformance import profiles
+from conformance.environment import collect, header_lines
+from conformance.known_issues import KnownIssuesError
+from conformance.recipes import Case, RecipeError
+from conformance.results import format_table, write_summary
+from conformance.session import ConformanceRun, default_run_name, unique_run_dir
+from conformance.targets import TargetSelectionError, discover, select
+
+profiles.register()  # before hypothesis' own plugin reads --hypothesis-profile
+
+RUN_KEY = pytest.StashKey[ConformanceRun]()
+TARGETS_ENV = "CONFORMANCE_TARGETS"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "cross-device conformance")
+    group.addoption("--targets", default=None, metavar="LIST",
+                    help=f"where ops run: comma list (cpu,cuda:1), 'all' (default) or 'gpu'; env {TARGETS_ENV}")
+    group.addoption("--replay", default=None, metavar="CASE",
+                    help="run exactly one saved case: its JSON, or a path to a .json file")
+    group.addoption("--reports-dir", default=None, metavar="DIR",
+                    help="where runs are stored (default: <rootdir>/reports; env CONFORMANCE_REPORTS)")
+    group.addoption("--run-name", default=None, metavar="NAME", help="name of this run's folder (default: a timestamp)")
+    group.addoption("--max-examples", type=int, default=None, metavar="N",
+                    help="override the hypothesis profile's max_examples for this session (quick smoke runs)")
+    group.addoption("--known-issues", action="append", default=[], metavar="FILE",
+                    help="known-issues TOML file(s); default: known_issues.toml beside each case module")
+
+
+def _load_replay(value: str | None) -> Case | None:
+    if value is None:
+        return None
+    text = value
+    if not value.lstrip().startswith("{"):
+        path = Path(value)
+        if not path.is_file():
+            raise pytest.UsageError(f"--replay: {value!r} is neither a JSON case nor an existing .json file")
+        text = path.read_text(encoding="utf-8")
+    try:
+        return Case.from_json(text)
+    except RecipeError as exc:
+        raise pytest.UsageError(f"--replay: {exc}") from None
+
+
+def _default_issue_files(config: pytest.Config) -> list[Path]:
+    """known_issues.toml files the collected case modules will use, found up front so a
+    broken one is a usage error before any test runs (folders: itself and one level down)."""
+    found: set[Path] = set()
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        folders = [path.parent] if path.is_file() else [path, *(p for p in path.glob("*/") if p.is_dir())]
+        found.update(f / "known_issues.toml" for f in folders if (f / "known_issues.toml").is_file())
+    return sorted(found)
+
+
+def _run_dir(config: pytest.Config) -> Path:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "conformance_run_dir" in workerinput:
+        return Path(workerinput["conformance_run_dir"])
+    reports = config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports"
+    return unique_run_dir(Path(reports), config.getoption("run_name") or default_run_name())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("hypothesis_profile", None) is None:
+        settings.load_profile(profiles.default_profile())
+    max_examples = config.getoption("max_examples")
+    if max_examples is not None:
+        if max_examples < 1:
+            raise pytest.UsageError(f"--max-examples must be at least 1, got {max_examples}")
+        settings.register_profile("conformance-override", parent=settings.default, max_examples=max_examples)
+        settings.load_profile("conformance-override")
+    selection = config.getoption("targets") or os.environ.get(TARGETS_ENV) or "all"
+    try:
+        targets = select(selection, discover())
+    except TargetSelectionError as exc:
+        raise pytest.UsageError(f"--targets: {exc}") from None
+    issue_files = [Path(p) for p in config.getoption("known_issues")]
+    for path in issue_files:
+        if not path.is_file():
+            raise pytest.UsageError(f"--known-issues: no such file {str(path)!r}")
+    to_validate = issue_files or _default_issue_files(config)
+    workerinput = getattr(config, "workerinput", None)
+    run = ConformanceRun(
+        targets=targets,
+        run_dir=_run_dir(config),
+        worker=workerinput["workerid"] if workerinput else "main",
+        replay=_load_replay(config.getoption("replay")),
+        known_issue_files=issue_files,
+        rootpath=config.rootpath,
+    )
+    try:
+        run.known_issues(to_validate)
+    except KnownIssuesError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[RUN_KEY] = run
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(run), "conformance-xdist")
+
+
+class _XdistHooks:
+    """Hands the controller's run folder to every worker."""
+
+    def __init__(self, run: ConformanceRun) -> None:
+        self.run = run
+
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput["conformance_run_dir"] = str(self.run.run_dir)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    run = config.stash[RUN_KEY]
+    return header_lines(collect(list(run.targets.values()))) + [f"conformance run folder: {run.run_dir}"]
+
+
+@pytest.fixture(scope="session")
+def conformance_run(pytestconfig: pytest.Config) -> ConformanceRun:
+    return pytestconfig.stash[RUN_KEY]
+
+
+def _spec_of(obj):
+    return getattr(getattr(obj, "function", obj), "conformance_spec", None)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    spec = _spec_of(metafunc.function)
+    if spec is None:
+        return
+    run = metafunc.config.stash[RUN_KEY]
+    params = [
+        pytest.param(target, dtype, mode, id=f"{target}-{dtype}-{mode}")
+        for target in run.targets
+        for dtype, mode in spec.variant_pairs()
+    ]
+    metafunc.parametrize(("target", "dtype", "mode"), params)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    spec = _spec_of(item)
+    if spec is None:
+        return (yield)
+    run = item.config.stash[RUN_KEY]
+    params = item.callspec.params  # type: ignore[attr-defined]
+    run.begin_item(item, spec, params["target"], params["dtype"], params["mode"])
+    try:
+        result = yield
+    except BaseException:
+        run.end_item(passed=False)
+        raise
+    xfail_reason, unexpected_pass = run.end_item(passed=True)
+    if unexpected_pass:
+        pytest.fail(unexpected_pass, pytrace=False)
+    if xfail_reason:
+        pytest.xfail(xfail_reason)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    spec = _spec_of(item)
+    if spec is not None and report.skipped and not hasattr(report, "wasxfail") and report.when in ("setup", "call"):
+        params = item.callspec.params  # type: ignore[attr-defined]
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        item.config.stash[RUN_KEY].record_skip(item, params["target"], params["dtype"], params["mode"], reason)
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = session.config.stash.get(RUN_KEY, None)
+    if run is None:
+        return
+    run.close()
+    if hasattr(session.config, "workerinput") or not (run.run_dir / "outcomes").is_dir():
+        return
+    interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+    write_summary(run.run_dir, complete=not interrupted)
+    latest = run.run_dir.parent / "latest"
+    try:
+        if latest.is_symlink() or not latest.exists():
+            latest.unlink(missing_ok=True)
+            latest.symlink_to(run.run_dir.name)
+    except OSError:
+        pass
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or hasattr(config, "workerinput"):
+        return
+    summary_path = run.run_dir / "summary.json"
+    if not summary_path.is_file():
+        return
+    summary = json.loads(summary_path.read_text())
+    terminalreporter.section("conformance summary")
+    for line in format_table(summary):
+        terminalreporter.write_line(line)
+    totals = ", ".join(f"{count} {verdict.replace('_', ' ')}" for verdict, count in summary["totals"].items())
+    terminalreporter.write_line(f"outcomes: {totals}")
+    for issue_id in summary["unused_known_issues"]:
+        terminalreporter.write_line(f"note: known issue {issue_id!r} applied to no selected test item")
+    if summary["torn_lines"]:
+        terminalreporter.write_line(f"warning: {summary['torn_lines']} torn record line(s) skipped")
+    terminalreporter.write_line(f"results: {summary_path}")

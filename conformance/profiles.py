@@ -1,0 +1,35 @@
+"""Hypothesis profiles: exploratory locally, deterministic in CI, deep at night.
+
+`dev`       database on (failures are replayed first next time), 100 examples.
+`ci`        derandomised: the same cases on every run and machine, no database,
+            a fixed budget, no deadline (first CUDA calls are slow).
+`thorough`  nightly: thousands of examples, database on.
+Without --hypothesis-profile the plugin picks `ci` when $CI is set, else `dev`.
+"""
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, Phase, settings
+
+# Image ops are slow next to hypothesis' expectations; that is not a defect of the test.
+_SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large]
+# The explain phase reruns failures to list "lines only failing cases ran": harness
+# lines, not the op's, so it costs time and tells the user nothing.
+_PHASES = [p for p in Phase if p is not Phase.explain]
+
+PROFILES = {
+    "dev": dict(max_examples=100, deadline=None, suppress_health_check=_SUPPRESS, phases=_PHASES),
+    "ci": dict(max_examples=100, deadline=None, derandomize=True, database=None, print_blob=False,
+               suppress_health_check=_SUPPRESS, phases=_PHASES),
+    "thorough": dict(max_examples=2000, deadline=None, suppress_health_check=_SUPPRESS, phases=_PHASES),
+}
+
+
+def register() -> None:
+    for name, values in PROFILES.items():
+        settings.register_profile(name, **values)
+
+
+def default_profile() -> str:
+    return "ci" if os.environ.get("CI") else "dev"

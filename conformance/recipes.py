@@ -1,0 +1,184 @@
+"""Image recipes: small JSON-able descriptions of test images, and their pixels.
+
+Hypothesis draws and shrinks recipes, never pixels one by one, so a failing
+case is a few readable fields and saving a case is saving JSON.  Pixels are
+synthesised deterministically from the recipe with numpy.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+DTYPES: dict[str, torch.dtype] = {
+    "uint8": torch.uint8,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+# Order matters: hypothesis shrinks a sampled_from toward its first element,
+# so the simplest layout and content come first.
+LAYOUTS = ("contiguous", "channels_last", "strided")
+CONTENTS = ("constant", "gradient", "checkerboard", "extremes", "noise", "out_of_range")
+
+
+class RecipeError(ValueError):
+    """A recipe or case that cannot describe an image (bad field, bad JSON)."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What an input image is: shape, dtype, memory layout, content and seed."""
+
+    height: int
+    width: int
+    channels: int = 3
+    batch: tuple[int, ...] = ()
+    dtype: str = "float32"
+    layout: str = "contiguous"
+    content: str = "noise"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise RecipeError(f"unknown dtype {self.dtype!r}; expected one of {sorted(DTYPES)}")
+        if self.layout not in LAYOUTS:
+            raise RecipeError(f"unknown layout {self.layout!r}; expected one of {list(LAYOUTS)}")
+        if self.content not in CONTENTS:
+            raise RecipeError(f"unknown content {self.content!r}; expected one of {list(CONTENTS)}")
+        if self.content == "out_of_range" and self.dtype == "uint8":
+            raise RecipeError("out_of_range content needs a float dtype")
+        sides = (self.height, self.width, self.channels, *self.batch)
+        if any(not isinstance(n, int) or n < 1 for n in sides):
+            raise RecipeError(f"sizes must be positive integers, got {sides}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (*self.batch, self.channels, self.height, self.width)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["batch"] = list(self.batch)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Recipe":
+        if not isinstance(data, dict):
+            raise RecipeError(f"a recipe is a JSON object, got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise RecipeError(f"unknown recipe fields {sorted(unknown)}; known: {sorted(known)}")
+        values = dict(data)
+        values["batch"] = tuple(values.get("batch", ()))
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise RecipeError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One example: which op, which input recipe, which op parameters."""
+
+    op: str
+    recipe: Recipe
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "recipe": self.recipe.to_dict(), "params": self.params}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def key(self) -> str:
+        """Stable identity used to share the reference and cpu output across targets."""
+        return self.to_json()
+
+    @classmethod
+    def from_json(cls, text: str) -> "Case":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RecipeError(f"case is not valid JSON: {exc}") from None
+        if not isinstance(data, dict) or not {"op", "recipe"} <= set(data):
+            raise RecipeError('a case is a JSON object with "op", "recipe" and "params"')
+        params = data.get("params", {})
+        if not isinstance(params, dict):
+            raise RecipeError('"params" must be a JSON object')
+        return cls(op=str(data["op"]), recipe=Recipe.from_dict(data["recipe"]), params=params)
+
+
+def synthesize_unit(recipe: Recipe) -> np.ndarray:
+    """Pixels in float64 'unit' scale (0..1 is the valid range) with the recipe's shape."""
+    rng = np.random.default_rng(recipe.seed)
+    shape = recipe.shape
+    lead = (*recipe.batch, recipe.channels, 1, 1)
+    if recipe.content == "constant":
+        return np.broadcast_to(rng.random(lead), shape).copy()
+    if recipe.content == "gradient":
+        ys = np.linspace(0.0, 1.0, recipe.height).reshape(-1, 1)
+        xs = np.linspace(0.0, 1.0, recipe.width).reshape(1, -1)
+        angle = rng.uniform(0, 2 * np.pi, lead)
+        ramp = np.cos(angle) * xs + np.sin(angle) * ys
+        ramp = ramp - ramp.min(axis=(-2, -1), keepdims=True)
+        span = ramp.max(axis=(-2, -1), keepdims=True)
+        return np.where(span > 0, ramp / np.where(span > 0, span, 1), 0.5)
+    if recipe.content == "checkerboard":
+        cell = int(rng.integers(1, 9))
+        yy, xx = np.indices((recipe.height, recipe.width))
+        board = ((yy // cell + xx // cell) % 2).astype(np.float64)
+        low, high = rng.random(lead), rng.random(lead)
+        return low + (high - low) * board
+    if recipe.content == "extremes":
+        return rng.integers(0, 2, shape).astype(np.float64)
+    if recipe.content == "noise":
+        return rng.random(shape)
+    return rng.uniform(-0.5, 1.5, shape)  # out_of_range
+
+
+def _apply_layout(tensor: torch.Tensor, layout: str) -> torch.Tensor:
+    if layout == "channels_last":
+        # Store channels innermost (..., H, W, C) and view it as (..., C, H, W).
+        return tensor.movedim(-3, -1).contiguous().movedim(-1, -3)
+    if layout == "strided":
+        # A view that skips every other column of a wider buffer.
+        wide = tensor.new_zeros((*tensor.shape[:-1], tensor.shape[-1] * 2))
+        view = wide[..., ::2]
+        view.copy_(tensor)
+        return view
+    return tensor.contiguous()
+
+
+def materialize(recipe: Recipe, put: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+    """The tensor a recipe describes, in its dtype and memory layout.
+
+    `put` moves the contiguous pixels to a target first; the layout is made
+    there, because copying a strided view to another device densifies it.
+    """
+    unit = synthesize_unit(recipe)
+    if recipe.dtype == "uint8":
+        tensor = torch.from_numpy(np.rint(np.clip(unit, 0, 1) * 255).astype(np.uint8))
+    else:
+        tensor = torch.from_numpy(unit).to(recipe.torch_dtype)
+    if put is not None:
+        tensor = put(tensor)
+    return _apply_layout(tensor, recipe.layout)
+
+
+def to_float64(tensor: torch.Tensor) -> np.ndarray:
+    """A host float64 copy: the only form in which values are ever subtracted."""
+    return tensor.detach().to("cpu").to(torch.float64).numpy()

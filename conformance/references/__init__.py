@@ -1,0 +1,1 @@
+"""Independent float64 host implementations of documented op semantics."""

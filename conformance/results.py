@@ -1,0 +1,196 @@
+"""The run's result store: outcome records appended as they happen.
+
+Layout of `reports/<run>/` (schema in docs/results.md):
+  outcomes/<worker>.jsonl     one JSON object per line, flushed per line; one file
+                              per pytest-xdist worker ("main" without xdist)
+  environment/<worker>.json   what that process ran on
+  artifacts/<name>.npz        arrays of failing examples only
+  summary.json                written by the controller from all outcome files
+Nothing is lost on a crash: every line is complete on disk before the next
+check runs, and a torn last line is skipped (and counted) when reading.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+SUMMARY_SCHEMA = "conformance.summary/1"
+COUNTED_PHASES = ("explore", "final", "replay", "item")
+VERDICT_ORDER = ("fail", "error", "known_issue", "skipped", "pass")
+
+
+def json_safe(value: Any) -> Any:
+    """Non-finite floats become strings ("inf", "-inf", "nan") so the JSON stays standard."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def safe_name(text: str, limit: int = 120) -> str:
+    """A file-name fragment that cannot escape its folder or confuse a shell."""
+    cleaned = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)).strip("._-")
+    return cleaned[:limit] or "item"
+
+
+class Store:
+    """Appends one process's outcomes to its own file (xdist-safe without locks)."""
+
+    def __init__(self, run_dir: Path, worker: str, environment: dict[str, Any]) -> None:
+        self.run_dir = run_dir
+        self.worker = worker
+        (run_dir / "outcomes").mkdir(parents=True, exist_ok=True)
+        (run_dir / "environment").mkdir(exist_ok=True)
+        (run_dir / "environment" / f"{worker}.json").write_text(json.dumps(json_safe(environment), indent=2))
+        self._file: TextIO = open(run_dir / "outcomes" / f"{worker}.jsonl", "a", encoding="utf-8")
+        self._artifact_count = 0
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(json_safe(record), sort_keys=True) + "\n")
+        self._file.flush()
+
+    def save_arrays(self, stem: str, arrays: dict[str, np.ndarray]) -> str:
+        """Keep a failing example's arrays; returns the path relative to the run dir."""
+        self._artifact_count += 1
+        folder = self.run_dir / "artifacts"
+        folder.mkdir(exist_ok=True)
+        name = f"{self.worker}-{self._artifact_count:05d}-{safe_name(stem)}.npz"
+        np.savez_compressed(folder / name, **{k: np.asarray(v) for k, v in arrays.items()})
+        return f"artifacts/{name}"
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_outcomes(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
+    """All records of a run, in file order, and how many torn lines were skipped."""
+    records: list[dict[str, Any]] = []
+    torn = 0
+    for path in sorted((run_dir / "outcomes").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                torn += 1
+    return records, torn
+
+
+def _worst(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    best: dict[str, Any] | None = None
+    for record in records:
+        metrics = record.get("metrics") or {}
+        value = metrics.get("max_abs")
+        if value is None:
+            continue
+        number = math.inf if value == "inf" else float(value) if value != "nan" else math.inf
+        if best is None or number > best["_n"]:
+            tol = record.get("tolerance") or {}
+            best = {"_n": number, "max_abs": value, "mismatch_fraction": metrics.get("mismatch_fraction"),
+                    "tolerance": tol.get("name"), "atol": tol.get("atol"),
+                    "allowed_mismatch_fraction": tol.get("max_mismatch_fraction")}
+    if best is not None:
+        best.pop("_n")
+    return best
+
+
+def summarize(records: list[dict[str, Any]], environment: dict[str, Any] | None, *, torn: int = 0,
+              complete: bool = True) -> dict[str, Any]:
+    """Counts per (op, target, dtype, mode, check); independent of worker count and order."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    loaded: dict[str, dict[str, Any]] = {}
+    used: set[str] = set()
+    for record in records:
+        if record.get("kind") == "item":
+            loaded.update(record.get("known_issues_loaded", {}))
+            used.update(record.get("known_issues_applied", []))
+            continue
+        if record.get("phase") not in COUNTED_PHASES:
+            continue
+        key = (record["test"], record["op"], record["target"], bool(record.get("virtual")),
+               record["dtype"], record["mode"], record["check"])
+        groups[key].append(record)
+
+    rows = []
+    totals: dict[str, int] = defaultdict(int)
+    for key in sorted(groups):
+        test, op, target, virtual, dtype, mode, check = key
+        members = groups[key]
+        counts: dict[str, int] = defaultdict(int)
+        for record in members:
+            counts[record["verdict"]] += 1
+            totals[record["verdict"]] += 1
+        known = sorted({r["known_issue"]["id"] for r in members if r.get("known_issue")})
+        verdict = next(v for v in VERDICT_ORDER if counts.get(v) or v == "pass")
+        rows.append({
+            "test": test, "op": op, "target": target, "virtual": virtual, "dtype": dtype, "mode": mode,
+            "check": check, "verdict": verdict, "examples": len(members), "counts": dict(sorted(counts.items())),
+            "worst": _worst(members), "known_issues": known,
+        })
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "complete": complete,
+        "torn_lines": torn,
+        "environment": environment or {},
+        "totals": dict(sorted(totals.items())),
+        "groups": rows,
+        "unused_known_issues": sorted(set(loaded) - used),
+    }
+
+
+def load_environment(run_dir: Path) -> dict[str, Any] | None:
+    for path in sorted((run_dir / "environment").glob("*.json")):
+        return json.loads(path.read_text(encoding="utf-8"))
+    return None
+
+
+def write_summary(run_dir: Path, *, complete: bool) -> dict[str, Any]:
+    records, torn = read_outcomes(run_dir)
+    summary = summarize(records, load_environment(run_dir), torn=torn, complete=complete)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def _fmt_number(value: Any) -> str:
+    if isinstance(value, (int, float)):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def format_table(summary: dict[str, Any]) -> list[str]:
+    """One line per test item variant: the worst verdict over its checks, failures first."""
+    items: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in summary["groups"]:
+        key = (row["op"], row["target"] + (" (virtual)" if row["virtual"] else ""), row["dtype"], row["mode"])
+        items[key].append(row)
+    lines = []
+    header = ("op", "target", "dtype", "mode", "examples", "result", "worst check: max |diff| / atol")
+    table = []
+    for key, rows in items.items():
+        verdict = next(v for v in VERDICT_ORDER if any(r["verdict"] == v for r in rows) or v == "pass")
+        examples = max(r["examples"] for r in rows)
+        worst_row = next((r for r in rows if r["verdict"] == verdict and r["worst"]), None)
+        worst_row = worst_row or next((r for r in rows if r["verdict"] == verdict), None)
+        detail = worst_row["check"] if worst_row and verdict != "pass" else ""
+        if worst_row is not None and worst_row["worst"]:
+            w = worst_row["worst"]
+            detail = f"{worst_row['check']}: {_fmt_number(w['max_abs'])} / {_fmt_number(w['atol'])}"
+        known = sorted({k for r in rows for k in r["known_issues"]})
+        if known:
+            detail += f"  [{', '.join(known)}]"
+        table.append((*key, str(examples), verdict.replace("_", " "), detail))
+    table.sort(key=lambda row: (VERDICT_ORDER.index(row[5].replace(" ", "_")), row[:4]))
+    widths = [max(len(str(r[i])) for r in [header, *table]) for i in range(len(header))]
+    for row in [header, *table]:
+        lines.append("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return lines

@@ -1,0 +1,246 @@
+"""One pytest session's conformance state: targets, store, known issues, verdicts.
+
+The plugin owns one `ConformanceRun`; spec tests reach it through the
+session-scoped `conformance_run` fixture.  Here each checked example becomes
+outcome records, known issues are applied, and a failure is raised with a
+message that ends in a one-line rerun command.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+
+from conformance import environment as env_info
+from conformance import known_issues as ki
+from conformance.checks import Baselines, CaseResult, CheckOutcome, check_case
+from conformance.recipes import Case
+from conformance.results import Store, safe_name
+from conformance.spec import OpSpec
+from conformance.targets import Target
+
+
+class ConformanceFailure(AssertionError):
+    """An op diverged: which check, which metric, by how much, and how to rerun it."""
+
+
+@dataclass
+class ItemState:
+    """What one test item has seen so far across its hypothesis examples."""
+
+    nodeid: str
+    test: str
+    spec: OpSpec
+    target: Target
+    dtype: str
+    mode: str
+    applicable: list[ki.KnownIssue]
+    exercised: set[str] = field(default_factory=set)
+    reproduced: set[str] = field(default_factory=set)
+    saved_known: set[str] = field(default_factory=set)
+    failure_seen: bool = False
+    examples: int = 0
+
+
+def _is_final_example() -> bool:
+    """True while hypothesis replays the minimal failing example for its report."""
+    try:
+        from hypothesis.control import current_build_context
+
+        return bool(getattr(current_build_context(), "is_final", False))
+    except Exception:  # noqa: BLE001 - outside a hypothesis context
+        return False
+
+
+class ConformanceRun:
+    def __init__(self, *, targets: list[Target], run_dir: Path, worker: str, replay: Case | None,
+                 known_issue_files: list[Path], rootpath: Path) -> None:
+        self.targets = {t.name: t for t in targets}
+        self.run_dir = run_dir
+        self.worker = worker
+        self.replay = replay
+        self.rootpath = rootpath
+        self.baselines = Baselines()
+        self.item: ItemState | None = None
+        self._explicit_issue_files = known_issue_files
+        self._issues_by_file: dict[Path, list[ki.KnownIssue]] = {}
+        self._store: Store | None = None
+        self._environment: dict[str, Any] | None = None
+
+    # -- setup -------------------------------------------------------------------------
+    @property
+    def environment(self) -> dict[str, Any]:
+        if self._environment is None:
+            self._environment = env_info.collect(list(self.targets.values()))
+        return self._environment
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.run_dir, self.worker, self.environment)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def issue_files_for(self, module_path: Path) -> list[Path]:
+        if self._explicit_issue_files:
+            return self._explicit_issue_files
+        beside = module_path.parent / "known_issues.toml"
+        return [beside] if beside.exists() else []
+
+    def known_issues(self, files: list[Path]) -> list[ki.KnownIssue]:
+        """Entries from these files; raises KnownIssuesError on a malformed file."""
+        found = []
+        for path in files:
+            if path not in self._issues_by_file:
+                self._issues_by_file[path] = ki.load(path)
+            found.extend(self._issues_by_file[path])
+        return found
+
+    # -- per item ----------------------------------------------------------------------
+    def begin_item(self, item: pytest.Item, spec: OpSpec, target: str, dtype: str, mode: str) -> None:
+        if self.replay is not None and (self.replay.op != spec.name or self.replay.recipe.dtype != dtype):
+            pytest.skip(f"--replay case is for op {self.replay.op!r} dtype {self.replay.recipe.dtype!r}")
+        try:
+            issues = self.known_issues(self.issue_files_for(Path(str(item.path))))
+        except ki.KnownIssuesError as exc:
+            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        applicable = [i for i in issues if i.applies_to(spec.name, target, dtype, mode)]
+        self.item = ItemState(item.nodeid, item.originalname, spec, self.targets[target], dtype, mode, applicable)
+        self.store.append({
+            "kind": "item", "nodeid": item.nodeid, "worker": self.worker,
+            "known_issues_loaded": {i.id: i.to_dict() for i in issues},
+            "known_issues_applied": [i.id for i in applicable],
+        })
+
+    def end_item(self, passed: bool) -> tuple[str | None, str | None]:
+        """After the item's examples: (xfail reason, unexpected-pass message)."""
+        state, self.item = self.item, None
+        if state is None or not passed:
+            return None, None
+        stale = [i for i in state.applicable
+                 if i.strict and i.id in state.exercised and i.id not in state.reproduced]
+        if stale:
+            names = ", ".join(f"{i.id} ({i.link})" for i in stale)
+            message = (f"unexpected pass: known issue {names} did not reproduce in {state.examples} examples "
+                       f"in its scope; it may be fixed in this build: delete the entry from "
+                       f"{stale[0].source.split(' [[')[0]}")
+            self._record_item_verdict(state, "fail", "known_issue", message)
+            return None, message
+        if state.reproduced:
+            hit = [i for i in state.applicable if i.id in state.reproduced]
+            return "; ".join(f"known issue {i.id}: {i.reason} ({i.link})" for i in hit), None
+        return None, None
+
+    def record_skip(self, item: pytest.Item, target: str, dtype: str, mode: str, reason: str) -> None:
+        spec: OpSpec = item.function.conformance_spec  # type: ignore[attr-defined]
+        self.store.append(self._base_record(item.originalname, spec.name, self.targets[target], dtype, mode) | {
+            "kind": "outcome", "nodeid": item.nodeid, "check": "-", "verdict": "skipped", "phase": "item",
+            "message": reason})
+
+    # -- per example -------------------------------------------------------------------
+    def case_strategy(self, spec: OpSpec, dtype: str, mode: str) -> st.SearchStrategy[Case]:
+        if self.replay is not None:
+            return st.just(self.replay)
+        return spec.cases(dtype, mode)
+
+    def check(self, spec: OpSpec, case: Case, *, target: str, dtype: str, mode: str) -> None:
+        state = self.item
+        assert state is not None, "conformance tests run only inside the conformance plugin"
+        result = check_case(spec, case, state.target, self.baselines, mode)
+        features = spec.case_features(case)
+        state.exercised.update(i.id for i in state.applicable if i.in_scope(features))
+        unexpected: list[CheckOutcome] = []
+        matches: dict[str, ki.KnownIssue] = {}
+        for outcome in result.failures:
+            issue = next((i for i in state.applicable if i.covers(outcome.check, outcome.message, features)), None)
+            if issue is None:
+                unexpected.append(outcome)
+            else:
+                matches[outcome.check] = issue
+                state.reproduced.add(issue.id)
+        counted = "replay" if self.replay is not None else "explore"
+        if _is_final_example():
+            phase = "replay" if self.replay is not None else "final"
+        elif unexpected or state.failure_seen:
+            phase = "shrink"  # hypothesis reruns the minimal failure as its final example
+        else:
+            phase = counted
+        state.failure_seen = state.failure_seen or bool(unexpected)
+        if phase in ("explore", "final", "replay"):
+            state.examples += 1
+        repro = self.repro_command(state.nodeid, case)
+        self._record_example(state, case, result, matches, phase, repro)
+        if unexpected:
+            raise ConformanceFailure(self._failure_message(state, case, unexpected, repro))
+
+    def repro_command(self, nodeid: str, case: Case) -> str:
+        return f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case.to_json())}"
+
+    def _base_record(self, test: str, op: str, target: Target, dtype: str, mode: str) -> dict[str, Any]:
+        return {"test": test, "op": op, "target": target.name, "virtual": target.virtual, "dtype": dtype,
+                "mode": mode, "worker": self.worker, "pid": os.getpid()}
+
+    def _record_item_verdict(self, state: ItemState, verdict: str, check: str, message: str) -> None:
+        self.store.append(self._base_record(state.test, state.spec.name, state.target, state.dtype, state.mode) | {
+            "kind": "outcome", "nodeid": state.nodeid, "check": check, "verdict": verdict, "phase": "item",
+            "message": message})
+
+    def _record_example(self, state: ItemState, case: Case, result: CaseResult,
+                        matches: dict[str, ki.KnownIssue], phase: str, repro: str) -> None:
+        artifact = None
+        keep = phase in ("final", "replay") and any(o.check not in matches for o in result.failures)
+        new_known = {i.id for i in matches.values()} - state.saved_known
+        if result.failures and (keep or (new_known and phase == "explore")):
+            artifact = self.store.save_arrays(f"{state.nodeid}", result.arrays)
+            state.saved_known |= new_known
+        base = self._base_record(state.test, state.spec.name, state.target, state.dtype, state.mode)
+        for outcome in result.outcomes:
+            issue = matches.get(outcome.check)
+            verdict = "pass" if outcome.passed else ("known_issue" if issue else
+                                                     "error" if outcome.check == "error" else "fail")
+            self.store.append(base | {
+                "kind": "outcome", "nodeid": state.nodeid, "check": outcome.check, "verdict": verdict,
+                "phase": phase, "example": state.examples, "case": case.to_dict(),
+                "metrics": outcome.metrics.to_dict() if outcome.metrics else None,
+                "tolerance": outcome.tolerance.to_dict() if outcome.tolerance else None,
+                "message": outcome.message, "traceback": outcome.traceback,
+                "known_issue": issue.to_dict() if issue else None,
+                "repro": repro if not outcome.passed else None,
+                "artifact": artifact if not outcome.passed else None,
+            })
+
+    def _failure_message(self, state: ItemState, case: Case, failures: list[CheckOutcome], repro: str) -> str:
+        lines = [f"{state.spec.name} on {state.target.name}{' (virtual)' if state.target.virtual else ''} "
+                 f"[{state.dtype}, {state.mode}]: {len(failures)} check(s) failed"]
+        for outcome in failures:
+            lines.append(f"  {outcome.check}: {outcome.message}")
+            if outcome.tolerance is not None:
+                lines.append(f"    tolerance {outcome.tolerance.name!r}: {outcome.tolerance.reason}")
+            if outcome.traceback:
+                lines.append("    " + outcome.traceback.strip().splitlines()[-1])
+        lines.append(f"  case: {case.to_json()}")
+        lines.append(f"  store: {self.run_dir}")
+        lines.append(f"Rerun: {repro}")
+        return "\n".join(lines)
+
+
+def default_run_name() -> str:
+    import time
+
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+def unique_run_dir(reports_dir: Path, name: str) -> Path:
+    candidate, n = reports_dir / safe_name(name), 1
+    while candidate.exists():
+        n += 1
+        candidate = reports_dir / f"{safe_name(name)}-{n}"
+    return candidate

@@ -1,0 +1,70 @@
+"""Each planted bug is caught by the check that owns it; the correct op passes every check."""
+import pytest
+
+from conformance.checks import Baselines, check_case
+from conformance.recipes import Case, Recipe
+from conformance.targets import CPU
+from planted_ops import (crashing_resize, float_resize, good_resize, make_spec, mutating_resize, shifted_resize,
+                         sprinkled_resize)
+
+
+def run(call, dtype="uint8", layout="contiguous", size=(11, 30)):
+    spec = make_spec("planted", call)
+    recipe = Recipe(height=17, width=23, channels=3, batch=(2,), dtype=dtype, layout=layout, content="noise", seed=1)
+    result = check_case(spec, Case("planted", recipe, {"size": list(size)}), CPU, Baselines(), "bilinear")
+    return {o.check: o for o in result.outcomes}, result
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
+def test_correct_op_passes_every_check(dtype, layout):
+    outcomes, result = run(good_resize, dtype, layout)
+    assert set(outcomes) == {"invariants", "reference"}
+    assert not result.failures, [o.message for o in result.failures]
+
+
+def test_pixel_shift_fails_the_reference_check():
+    outcomes, _ = run(shifted_resize)
+    assert outcomes["invariants"].passed
+    reference = outcomes["reference"]
+    assert not reference.passed and reference.metrics.max_abs > 1
+    assert "vs reference" in reference.message and "worst at" in reference.message and "'uint8'" in reference.message
+
+
+def test_plus_two_in_one_percent_of_pixels_fails_the_reference_check():
+    outcomes, _ = run(sprinkled_resize)
+    reference = outcomes["reference"]
+    assert not reference.passed
+    assert 2 <= reference.metrics.max_abs <= 3  # +2 on top of at most one rounding step
+    assert reference.metrics.mismatch_fraction == pytest.approx(0.01, abs=0.003)
+    assert "differ by more than atol=1" in reference.message
+
+
+def test_float_output_for_uint8_input_fails_the_dtype_invariant():
+    outcomes, _ = run(float_resize)
+    assert not outcomes["invariants"].passed
+    assert "dtype: returned torch.float32, expected torch.uint8" in outcomes["invariants"].message
+    assert outcomes["reference"].passed  # the values are fine: only the right check fires
+
+
+def test_input_mutation_fails_the_invariants_check():
+    outcomes, _ = run(mutating_resize, "float32")
+    assert "input mutated: " in outcomes["invariants"].message and "first at [0, 0, 0, 0]" in outcomes["invariants"].message
+    assert outcomes["reference"].passed
+
+
+def test_a_crash_is_an_error_outcome_with_its_traceback():
+    outcomes, _ = run(crashing_resize)
+    assert set(outcomes) == {"error"}
+    assert outcomes["error"].message == "RuntimeError: planted crash"
+    assert "planted_ops.py" in outcomes["error"].traceback
+
+
+def test_uint8_outputs_are_compared_without_wraparound():
+    """An output one level below the reference near 0 must read as 1, never 255."""
+    def one_below(image, params):
+        out = good_resize(image, params)
+        return out - (out > 0).to(out.dtype)
+
+    outcomes, _ = run(one_below, size=(17, 23))  # same size: output == input - 1 where > 0
+    assert outcomes["reference"].passed and outcomes["reference"].metrics.max_abs == 1

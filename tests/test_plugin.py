@@ -1,0 +1,143 @@
+"""The plugin end to end, as a user runs it: pytest in a fresh folder with a small case module."""
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
+QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=15", "--targets=cpu"]
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(planted_ops=PLANTED)
+    return pytester
+
+
+def write_cases(pytester, **ops):
+    lines = ["from planted_ops import *"]
+    lines += [f"test_{name} = make_spec({name!r}, {call}).test()" for name, call in ops.items()]
+    pytester.makepyfile(test_cases="\n".join(lines))
+
+
+def run(pytester, *args):
+    return pytester.runpytest_subprocess(*QUICK, *args)
+
+
+def summary(pytester):
+    return json.loads((pytester.path / "reports" / "latest" / "summary.json").read_text())
+
+
+def test_a_planted_bug_fails_with_the_check_the_metric_and_a_rerun_line(project):
+    write_cases(project, shifted="shifted_resize")
+    result = run(project)
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "shifted on cpu [uint8, bilinear]: 1 check(s) failed" in out
+    assert "reference: vs reference: " in out and "max abs diff" in out and "tolerance 'uint8'" in out
+    rerun = next(line for line in result.stdout.lines if "Rerun: python -m pytest" in line)
+    assert "test_cases.py::test_shifted[cpu-uint8-bilinear]" in rerun
+
+    # The printed line reruns exactly that case, once.
+    args = shlex.split(rerun.split("Rerun: ", 1)[1])[3:]
+    again = project.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    assert again.ret == 1
+    again.assert_outcomes(failed=1)
+    records = [json.loads(line) for line in
+               (project.path / "reports" / "latest" / "outcomes" / "main.jsonl").read_text().splitlines()]
+    replayed = [r for r in records if r.get("phase") == "replay"]
+    assert {r["check"] for r in replayed} == {"invariants", "reference"} and len(replayed) == 2
+
+
+def test_a_replay_case_can_come_from_a_file_and_bad_ones_are_usage_errors(project):
+    write_cases(project, good="good_resize")
+    case = {"op": "good", "recipe": {"height": 3, "width": 4, "dtype": "uint8"}, "params": {"size": [5, 2]}}
+    (project.path / "case.json").write_text(json.dumps(case))
+    result = run(project, "--replay", "case.json")
+    result.assert_outcomes(passed=1, skipped=1)  # the float32 item skips: the case is uint8
+    for bad, message in [("{oops", "not valid JSON"), ("missing.json", "neither a JSON case nor"),
+                         ('{"op": "good", "recipe": {"height": -1, "width": 1}}', "positive integers")]:
+        result = run(project, "--replay", bad)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert message in result.stderr.str() and "Traceback" not in result.stderr.str()
+
+
+def test_every_outcome_is_stored_and_summarised(project):
+    write_cases(project, good="good_resize", sprinkled="sprinkled_resize, dtypes=('uint8',)")
+    result = run(project)
+    result.assert_outcomes(passed=2, failed=1, skipped=0)
+    data = summary(project)
+    assert data["schema"] == "conformance.summary/1" and data["complete"]
+    groups = {(g["op"], g["dtype"], g["check"]): g for g in data["groups"]}
+    assert groups[("good", "uint8", "reference")]["examples"] == 15
+    assert groups[("good", "uint8", "reference")]["verdict"] == "pass"
+    failing = groups[("sprinkled", "uint8", "reference")]
+    assert failing["verdict"] == "fail" and failing["counts"]["fail"] == 1
+    assert data["environment"]["packages"]["torch"]
+    assert "conformance summary" in result.stdout.str()
+    artifacts = list((project.path / "reports" / "latest" / "artifacts").glob("*.npz"))
+    assert len(artifacts) == 1  # only the final (shrunk) failure keeps arrays
+
+
+def test_known_issues_turn_failures_into_xfails_and_flag_stale_entries(project):
+    write_cases(project, shifted="shifted_resize", good="good_resize")
+    (project.path / "known_issues.toml").write_text('''
+[[issue]]
+id = "shift"
+op = "shifted"
+checks = ["reference"]
+link = "https://example.org/shift"
+reason = "planted shift"
+
+[[issue]]
+id = "stale"
+op = "good"
+dtypes = ["float32"]
+link = "https://example.org/stale"
+reason = "fixed long ago"
+
+[[issue]]
+id = "elsewhere"
+op = "not-collected"
+link = "https://example.org/x"
+reason = "matches nothing"
+''')
+    result = run(project)
+    result.assert_outcomes(xfailed=2, passed=1, failed=1)
+    out = result.stdout.str()
+    assert "unexpected pass: known issue stale (https://example.org/stale) did not reproduce" in out
+    assert "delete the entry" in out
+    assert "note: known issue 'elsewhere' applied to no selected test item" in out
+    data = summary(project)
+    shifted = [g for g in data["groups"] if g["op"] == "shifted" and g["check"] == "reference"]
+    assert all(g["verdict"] == "known_issue" and g["known_issues"] == ["shift"] for g in shifted)
+    assert data["unused_known_issues"] == ["elsewhere"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--targets=cuda:5"], "unknown target 'cuda:5' (available: cpu"),
+    (["--targets=gpu"], "no accelerator is visible"),
+    (["--max-examples=0"], "--max-examples must be at least 1"),
+    (["--known-issues=nope.toml"], "no such file 'nope.toml'"),
+])
+def test_bad_options_are_one_line_usage_errors(project, args, message):
+    write_cases(project, good="good_resize")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str() and "Traceback" not in result.stderr.str()
+
+
+def test_a_broken_known_issues_file_is_a_usage_error_naming_it(project):
+    write_cases(project, good="good_resize")
+    (project.path / "known_issues.toml").write_text('[[issue]]\nid = "x"\nop = "good"\n')
+    result = run(project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "known_issues.toml [[issue]] #1: field 'link' is required" in result.stderr.str()
+
+
+def test_non_conformance_tests_are_left_alone(pytester):
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert not (pytester.path / "reports").exists()

@@ -1,0 +1,98 @@
+"""Recipes describe images exactly, round-trip through JSON, and shrink toward simple images."""
+import json
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import find, given, settings
+from hypothesis import strategies as st
+
+from conformance.checks import memory_formats
+from conformance.recipes import Case, Recipe, RecipeError, materialize, to_float64
+from conformance.strategies import image_recipes
+
+
+def test_layouts_are_what_they_say():
+    base = dict(height=5, width=7, channels=3, batch=(2,), dtype="float32", content="noise", seed=3)
+    contiguous = materialize(Recipe(layout="contiguous", **base))
+    channels_last = materialize(Recipe(layout="channels_last", **base))
+    strided = materialize(Recipe(layout="strided", **base))
+    assert memory_formats(contiguous) == {"contiguous"}
+    assert channels_last.is_contiguous(memory_format=torch.channels_last)
+    assert memory_formats(strided) == set() and strided.stride()[-1] == 2
+    assert torch.equal(contiguous, channels_last) and torch.equal(contiguous, strided)
+
+
+def test_pixels_are_deterministic_and_in_range():
+    recipe = Recipe(height=9, width=4, dtype="uint8", content="noise", seed=7)
+    assert torch.equal(materialize(recipe), materialize(recipe))
+    assert not torch.equal(materialize(recipe), materialize(Recipe(height=9, width=4, dtype="uint8", seed=8)))
+    extremes = to_float64(materialize(Recipe(height=8, width=8, dtype="uint8", content="extremes")))
+    assert set(np.unique(extremes)) <= {0.0, 255.0}
+    wild = to_float64(materialize(Recipe(height=8, width=8, dtype="float32", content="out_of_range", seed=1)))
+    assert wild.min() < 0 and wild.max() > 1
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "float64", "float16", "bfloat16"])
+def test_materialize_keeps_shape_and_dtype(dtype):
+    recipe = Recipe(height=1, width=13, channels=4, batch=(2, 1), dtype=dtype, layout="strided")
+    tensor = materialize(recipe)
+    assert tensor.shape == (2, 1, 4, 1, 13) and tensor.dtype == recipe.torch_dtype
+
+
+def test_case_json_round_trip():
+    case = Case("resize", Recipe(height=3, width=2, batch=(2,), layout="channels_last"), {"size": [4, 5]})
+    again = Case.from_json(case.to_json())
+    assert again == Case("resize", case.recipe, {"size": [4, 5]}) and again.key == case.key
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "not valid JSON"),
+    ('{"op": "resize"}', '"op", "recipe"'),
+    ('{"op": "r", "recipe": {"height": 0, "width": 1}}', "positive"),
+    ('{"op": "r", "recipe": {"height": 1, "width": 1, "dtype": "int7"}}', "unknown dtype"),
+    ('{"op": "r", "recipe": {"height": 1, "width": 1, "colour": 1}}', "unknown recipe fields"),
+    ('{"op": "r", "recipe": {"height": 1, "width": 1}, "params": []}', "params"),
+])
+def test_bad_cases_are_clear_errors(text, message):
+    with pytest.raises(RecipeError, match=message):
+        Case.from_json(text)
+
+
+@settings(max_examples=50, deadline=None)
+@given(recipe=image_recipes("float16"))
+def test_drawn_recipes_are_valid(recipe):
+    assert Recipe.from_dict(json.loads(json.dumps(recipe.to_dict()))) == recipe
+    assert materialize(recipe).shape == recipe.shape
+
+
+def test_uint8_recipes_never_ask_for_out_of_range_content():
+    assert "out_of_range" not in {find(image_recipes("uint8"), lambda r: True).content}
+    with pytest.raises(RecipeError):
+        Recipe(height=1, width=1, dtype="uint8", content="out_of_range")
+
+
+def test_shrinking_moves_toward_small_simple_images():
+    wide = find(image_recipes("float32"), lambda r: r.width >= 40, settings=settings(database=None))
+    assert (wide.height, wide.width, wide.batch, wide.seed) == (1, 40, (), 0)
+    assert (wide.layout, wide.content, wide.channels) == ("contiguous", "constant", 3)
+    strided = find(image_recipes("float32"), lambda r: r.layout == "strided", settings=settings(database=None))
+    assert (strided.height, strided.width, strided.content) == (1, 1, "constant")
+
+
+def test_recipe_strategy_covers_the_promised_space():
+    seen = {"layout": set(), "content": set(), "channels": set(), "batch_dims": set(), "strip": False}
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(recipe=image_recipes("float32"))
+    def collect(recipe):
+        seen["layout"].add(recipe.layout)
+        seen["content"].add(recipe.content)
+        seen["channels"].add(recipe.channels)
+        seen["batch_dims"].add(len(recipe.batch))
+        seen["strip"] |= recipe.height == 1 and recipe.width > 1
+
+    collect()
+    assert seen["layout"] == {"contiguous", "channels_last", "strided"}
+    assert seen["channels"] == {1, 3, 4} and seen["batch_dims"] == {0, 1, 2} and seen["strip"]
+    assert len(seen["content"]) == 6

@@ -1,0 +1,29 @@
+"""The shipped suite gives the same summary with and without pytest-xdist."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_suite(tmp_path: Path, name: str, *extra: str) -> tuple[int, dict]:
+    command = [sys.executable, "-m", "pytest", "cases", "-q", "-p", "no:cacheprovider", "--hypothesis-profile=ci",
+               "--max-examples=8", "--targets=cpu", "-k", "uint8 and bilinear", "--reports-dir", str(tmp_path),
+               "--run-name", name, *extra]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    summary_path = tmp_path / name / "summary.json"
+    assert summary_path.is_file(), done.stdout + done.stderr
+    return done.returncode, json.loads(summary_path.read_text())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="xdist start-up on Windows is out of scope here")
+def test_two_workers_give_the_same_summary_as_one(tmp_path):
+    serial_code, serial = run_suite(tmp_path, "serial", "-n", "0")
+    parallel_code, parallel = run_suite(tmp_path, "parallel", "-n", "2")
+    assert serial_code == parallel_code
+    assert serial["groups"] and serial["groups"] == parallel["groups"]
+    assert serial["totals"] == parallel["totals"]
+    assert sorted(p.name for p in (tmp_path / "parallel" / "outcomes").iterdir()) == ["gw0.jsonl", "gw1.jsonl"]
