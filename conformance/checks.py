@@ -75,6 +75,13 @@ def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target) -> _O
         return _OpRun(error=exc, error_text="".join(traceback.format_exception(exc)))
 
 
+def describe_error(exc: BaseException) -> str:
+    """Exception type, message and the innermost Python frame that raised it."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (raised at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    return f"{type(exc).__name__}: {str(exc).strip()}{where}"
+
+
 class Baselines:
     """Reference and cpu outputs per case, computed once and shared across targets.
 
@@ -177,10 +184,12 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
     expected = expected_output(baselines.reference(spec, case, input64), dtype)
     arrays = {"input": input64, "reference": expected}
 
-    tensor_in = materialize(case.recipe, put=target.put)
+    # The op gets its own tensor: on the cpu the host copy (input64 already holds its values),
+    # elsewhere one made on the target so that its layout survives the transfer.
+    tensor_in = materialize(case.recipe, put=target.put) if target.is_accelerator else host_input
     run = run_op(spec, tensor_in, case, target)
     if run.error is not None:
-        message = f"{type(run.error).__name__}: {run.error}"
+        message = describe_error(run.error)
         return CaseResult([CheckOutcome("error", False, message, traceback=run.error_text)], arrays)
 
     outcomes = [check_invariants(tensor_in, input64, run.output, expected, case.recipe.torch_dtype, target)]
@@ -195,7 +204,7 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
         cpu_run = baselines.cpu(spec, case)
         if cpu_run.error is not None:
             outcomes.append(CheckOutcome("cross_device", False,
-                                         f"cpu raised {type(cpu_run.error).__name__}: {cpu_run.error}; "
+                                         f"cpu raised {describe_error(cpu_run.error)}; "
                                          f"{target.name} returned a result", traceback=cpu_run.error_text))
         else:
             arrays["cpu"] = cpu_run.output

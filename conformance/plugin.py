@@ -67,6 +67,13 @@ def _default_issue_files(config: pytest.Config) -> list[Path]:
     return sorted(found)
 
 
+def _share_cores(workers: int) -> None:
+    """Give each xdist worker its share of the cores: N workers x all-core torch pools oversubscribe."""
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, workers)))
+
+
 def _run_dir(config: pytest.Config) -> Path:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "conformance_run_dir" in workerinput:
@@ -82,8 +89,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if max_examples is not None:
         if max_examples < 1:
             raise pytest.UsageError(f"--max-examples must be at least 1, got {max_examples}")
-        settings.register_profile("conformance-override", parent=settings.default, max_examples=max_examples)
-        settings.load_profile("conformance-override")
+        name = f"{profiles.current_profile()}+max_examples={max_examples}"
+        settings.register_profile(name, parent=settings.default, max_examples=max_examples)
+        settings.load_profile(name)
     selection = config.getoption("targets") or os.environ.get(TARGETS_ENV) or "all"
     try:
         targets = select(selection, discover())
@@ -95,6 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--known-issues: no such file {str(path)!r}")
     to_validate = issue_files or _default_issue_files(config)
     workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        _share_cores(int(workerinput.get("workercount", 1)))
     run = ConformanceRun(
         targets=targets,
         run_dir=_run_dir(config),
@@ -124,7 +134,8 @@ class _XdistHooks:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     run = config.stash[RUN_KEY]
-    return header_lines(collect(list(run.targets.values()))) + [f"conformance run folder: {run.run_dir}"]
+    return header_lines(collect(list(run.targets.values()))) + [
+        f"conformance: hypothesis profile {profiles.current_profile()}; run folder {run.run_dir}"]
 
 
 @pytest.fixture(scope="session")

@@ -33,3 +33,9 @@ def register() -> None:
 
 def default_profile() -> str:
     return "ci" if os.environ.get("CI") else "dev"
+
+
+def current_profile() -> str:
+    """Name of the loaded hypothesis profile (recorded with every run)."""
+    getter = getattr(settings, "get_current_profile_name", None)
+    return getter() if getter else str(getattr(settings, "_current_profile", "unknown"))

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import strategies as st
 
 from conformance import environment as env_info
+from conformance import profiles
 from conformance import known_issues as ki
 from conformance.checks import Baselines, CaseResult, CheckOutcome, check_case
 from conformance.recipes import Case
@@ -72,11 +73,15 @@ class ConformanceRun:
         self._store: Store | None = None
         self._environment: dict[str, Any] | None = None
 
+    def __repr__(self) -> str:  # shown in hypothesis' "Failing test case" block
+        return f"ConformanceRun({str(self.run_dir)!r})"
+
     # -- setup -------------------------------------------------------------------------
     @property
     def environment(self) -> dict[str, Any]:
         if self._environment is None:
             self._environment = env_info.collect(list(self.targets.values()))
+            self._environment["hypothesis_profile"] = profiles.current_profile()
         return self._environment
 
     @property
@@ -224,8 +229,6 @@ class ConformanceRun:
             lines.append(f"  {outcome.check}: {outcome.message}")
             if outcome.tolerance is not None:
                 lines.append(f"    tolerance {outcome.tolerance.name!r}: {outcome.tolerance.reason}")
-            if outcome.traceback:
-                lines.append("    " + outcome.traceback.strip().splitlines()[-1])
         lines.append(f"  case: {case.to_json()}")
         lines.append(f"  store: {self.run_dir}")
         lines.append(f"Rerun: {repro}")

@@ -73,3 +73,16 @@ def test_the_shipped_file_is_valid():
 
     issues = load(Path(__file__).parents[1] / "cases" / "known_issues.toml")
     assert issues and all(i.link and i.reason for i in issues)
+
+
+def test_docs_links_point_at_existing_sections():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    for issue in load(root / "cases" / "known_issues.toml"):
+        if issue.link.startswith("docs/"):
+            path, _, anchor = issue.link.partition("#")
+            headings = re.findall(r"^#+ (.+)$", (root / path).read_text(), flags=re.M)
+            slugs = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
+            assert anchor in slugs, f"{issue.id}: no section #{anchor} in {path}"
