@@ -1,9 +1,11 @@
 """Each planted bug is caught by the check that owns it; the correct op passes every check."""
+import contextlib
+
 import pytest
 
 from conformance.checks import Baselines, check_case
 from conformance.recipes import Case, Recipe
-from conformance.targets import CPU
+from conformance.targets import CPU, Target
 from planted_ops import (crashing_resize, float_resize, good_resize, make_spec, mutating_resize, shifted_resize,
                          sprinkled_resize)
 
@@ -68,3 +70,57 @@ def test_uint8_outputs_are_compared_without_wraparound():
 
     outcomes, _ = run(one_below, size=(17, 23))  # same size: output == input - 1 where > 0
     assert outcomes["reference"].passed and outcomes["reference"].metrics.max_abs == 1
+
+
+class FakeAccelerator(Target):
+    """Runs on the CPU but counts as an accelerator, and flags the op while it is active,
+    so a device-dependent branch in the op shows up against the cpu baseline."""
+
+    @contextlib.contextmanager
+    def active(self):
+        BRANCH["on_accelerator"] = True
+        try:
+            yield
+        finally:
+            BRANCH["on_accelerator"] = False
+
+
+BRANCH = {"on_accelerator": False}
+FAKE = FakeAccelerator("cpu", "fake", "fake accelerator")
+
+
+def branching_resize(image, params):
+    out = good_resize(image, params)
+    return out + 3 if BRANCH["on_accelerator"] else out
+
+
+def crashes_on_cpu_only(image, params):
+    if not BRANCH["on_accelerator"]:
+        raise ValueError("cpu path broken")
+    return good_resize(image, params)
+
+
+def run_on(target, call, dtype="float32"):
+    spec = make_spec("planted", call)
+    recipe = Recipe(height=9, width=8, channels=3, dtype=dtype, content="noise", seed=2)
+    result = check_case(spec, Case("planted", recipe, {"size": [5, 6]}), target, Baselines(), "bilinear")
+    return {o.check: o for o in result.outcomes}
+
+
+def test_accelerators_are_compared_with_the_cpu_output():
+    clean = run_on(FAKE, good_resize)
+    assert clean["cross_device"].passed and clean["cross_device"].metrics.max_abs == 0
+    assert "cross_device" not in run_on(CPU, good_resize)  # the cpu is the baseline, not compared to itself
+
+
+def test_a_device_dependent_branch_fails_the_cross_device_check():
+    outcomes = run_on(FAKE, branching_resize)
+    cross = outcomes["cross_device"]
+    assert not cross.passed and cross.metrics.max_abs == pytest.approx(3)
+    assert "vs cpu" in cross.message and "got" in cross.message
+    assert BRANCH["on_accelerator"] is False  # the target's context was left
+
+
+def test_an_op_that_only_fails_on_the_cpu_is_a_cross_device_failure():
+    cross = run_on(FAKE, crashes_on_cpu_only)["cross_device"]
+    assert not cross.passed and cross.message.startswith("cpu raised ValueError: cpu path broken")

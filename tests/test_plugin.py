@@ -141,3 +141,15 @@ def test_non_conformance_tests_are_left_alone(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert not (pytester.path / "reports").exists()
+
+
+def test_targets_and_reports_folder_come_from_the_environment_too(project, monkeypatch):
+    write_cases(project, good="good_resize")
+    monkeypatch.setenv("CONFORMANCE_TARGETS", "cuda:9")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "unknown target 'cuda:9'" in result.stderr.str()
+    monkeypatch.setenv("CONFORMANCE_TARGETS", "cpu")
+    monkeypatch.setenv("CONFORMANCE_REPORTS", str(project.path / "elsewhere"))
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=3")
+    result.assert_outcomes(passed=2)
+    assert (project.path / "elsewhere" / "latest" / "summary.json").is_file()
