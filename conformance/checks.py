@@ -136,7 +136,7 @@ def memory_formats(tensor: torch.Tensor) -> set[str]:
 
 
 def check_invariants(tensor_in: torch.Tensor, before: np.ndarray, output: Any, expected: np.ndarray,
-                     expected_dtype: torch.dtype, target: Target) -> CheckOutcome:
+                     expected_dtype: torch.dtype) -> CheckOutcome:
     """Device, dtype, shape, memory format kept; input not mutated."""
     problems = []
     if not isinstance(output, torch.Tensor):
@@ -192,7 +192,7 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
         message = describe_error(run.error)
         return CaseResult([CheckOutcome("error", False, message, traceback=run.error_text)], arrays)
 
-    outcomes = [check_invariants(tensor_in, input64, run.output, expected, case.recipe.torch_dtype, target)]
+    outcomes = [check_invariants(tensor_in, input64, run.output, expected, case.recipe.torch_dtype)]
     if not isinstance(run.output, torch.Tensor):
         return CaseResult(outcomes, arrays)
     output64 = to_float64(run.output)

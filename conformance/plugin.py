@@ -111,7 +111,6 @@ def pytest_configure(config: pytest.Config) -> None:
         worker=workerinput["workerid"] if workerinput else "main",
         replay=_load_replay(config.getoption("replay")),
         known_issue_files=issue_files,
-        rootpath=config.rootpath,
     )
     try:
         run.known_issues(to_validate)

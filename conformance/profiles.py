@@ -17,12 +17,13 @@ _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large]
 # The explain phase reruns failures to list "lines only failing cases ran": harness
 # lines, not the op's, so it costs time and tells the user nothing.
 _PHASES = [p for p in Phase if p is not Phase.explain]
+# Our own rerun line (--replay with the case JSON) replaces hypothesis' @reproduce_failure blob.
+_COMMON = dict(deadline=None, print_blob=False, suppress_health_check=_SUPPRESS, phases=_PHASES)
 
 PROFILES = {
-    "dev": dict(max_examples=100, deadline=None, suppress_health_check=_SUPPRESS, phases=_PHASES),
-    "ci": dict(max_examples=100, deadline=None, derandomize=True, database=None, print_blob=False,
-               suppress_health_check=_SUPPRESS, phases=_PHASES),
-    "thorough": dict(max_examples=2000, deadline=None, suppress_health_check=_SUPPRESS, phases=_PHASES),
+    "dev": dict(max_examples=100, **_COMMON),
+    "ci": dict(max_examples=100, derandomize=True, database=None, **_COMMON),
+    "thorough": dict(max_examples=2000, **_COMMON),
 }
 
 

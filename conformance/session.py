@@ -60,12 +60,11 @@ def _is_final_example() -> bool:
 
 class ConformanceRun:
     def __init__(self, *, targets: list[Target], run_dir: Path, worker: str, replay: Case | None,
-                 known_issue_files: list[Path], rootpath: Path) -> None:
+                 known_issue_files: list[Path]) -> None:
         self.targets = {t.name: t for t in targets}
         self.run_dir = run_dir
         self.worker = worker
         self.replay = replay
-        self.rootpath = rootpath
         self.baselines = Baselines()
         self.item: ItemState | None = None
         self._explicit_issue_files = known_issue_files
@@ -156,10 +155,11 @@ class ConformanceRun:
             return st.just(self.replay)
         return spec.cases(dtype, mode)
 
-    def check(self, spec: OpSpec, case: Case, *, target: str, dtype: str, mode: str) -> None:
+    def check(self, spec: OpSpec, case: Case) -> None:
+        """Run every check on one drawn case; raise if any fails outside the known issues."""
         state = self.item
         assert state is not None, "conformance tests run only inside the conformance plugin"
-        result = check_case(spec, case, state.target, self.baselines, mode)
+        result = check_case(spec, case, state.target, self.baselines, state.mode)
         features = spec.case_features(case)
         state.exercised.update(i.id for i in state.applicable if i.in_scope(features))
         unexpected: list[CheckOutcome] = []

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import find, given, settings
-from hypothesis import strategies as st
 
 from conformance.checks import memory_formats
 from conformance.recipes import Case, Recipe, RecipeError, materialize, to_float64
