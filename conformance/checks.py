@@ -48,9 +48,16 @@ class CaseResult:
 
 @dataclass
 class _OpRun:
+    """What one call of the op gave: its output, or its error as text (no live
+    exception: its traceback would keep every frame's tensors alive in the cache)."""
+
     output: Any = None
-    error: BaseException | None = None
-    error_text: str | None = None
+    error: str | None = None  # describe_error(): type, message, raising frame
+    error_text: str | None = None  # the full traceback
+
+    @property
+    def nbytes(self) -> int:
+        return self.output.nbytes if isinstance(self.output, np.ndarray) else 1024
 
 
 def expected_output(ideal: np.ndarray, dtype: str) -> np.ndarray:
@@ -72,7 +79,7 @@ def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target) -> _O
             target.synchronize()
         return _OpRun(output=output)
     except Exception as exc:  # noqa: BLE001 - any op failure is an outcome
-        return _OpRun(error=exc, error_text="".join(traceback.format_exception(exc)))
+        return _OpRun(error=describe_error(exc), error_text="".join(traceback.format_exception(exc)))
 
 
 def describe_error(exc: BaseException) -> str:
@@ -101,20 +108,22 @@ class Baselines:
         self.put(key, value)
         return value
 
-    def put(self, key: tuple[str, str, str], value: Any) -> None:
-        size = value.nbytes if isinstance(value, np.ndarray) else 1024
+    def put(self, key: tuple[str, str, str], value: np.ndarray | _OpRun) -> None:
+        if key in self._entries:
+            self._bytes -= self._entries.pop(key).nbytes
         self._entries[key] = value
-        self._bytes += size
+        self._bytes += value.nbytes
         while self._bytes > self.max_bytes and len(self._entries) > 1:
             _, old = self._entries.popitem(last=False)
-            self._bytes -= old.nbytes if isinstance(old, np.ndarray) else 1024
+            self._bytes -= old.nbytes
 
     def reference(self, spec: OpSpec, case: Case, input64: np.ndarray) -> np.ndarray:
         return self._get((spec.name, case.key, "reference"), lambda: spec.reference(input64, case))
 
-    def cpu(self, spec: OpSpec, case: Case) -> _OpRun:
+    def cpu(self, spec: OpSpec, case: Case, host_input: torch.Tensor) -> _OpRun:
+        """The cpu output for a case; `host_input` is a cpu tensor of it the caller no longer needs."""
         def compute() -> _OpRun:
-            run = run_op(spec, materialize(case.recipe), case, CPU)
+            run = run_op(spec, host_input, case, CPU)
             if isinstance(run.output, torch.Tensor):
                 run.output = to_float64(run.output)
             return run
@@ -185,12 +194,12 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
     arrays = {"input": input64, "reference": expected}
 
     # The op gets its own tensor: on the cpu the host copy (input64 already holds its values),
-    # elsewhere one made on the target so that its layout survives the transfer.
+    # elsewhere one made on the target so that its layout survives the transfer; the host
+    # copy then feeds the cpu baseline.
     tensor_in = materialize(case.recipe, put=target.put) if target.is_accelerator else host_input
     run = run_op(spec, tensor_in, case, target)
     if run.error is not None:
-        message = describe_error(run.error)
-        return CaseResult([CheckOutcome("error", False, message, traceback=run.error_text)], arrays)
+        return CaseResult([CheckOutcome("error", False, run.error, traceback=run.error_text)], arrays)
 
     outcomes = [check_invariants(tensor_in, input64, run.output, expected, case.recipe.torch_dtype)]
     if not isinstance(run.output, torch.Tensor):
@@ -201,10 +210,9 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
     outcomes.append(compare_check("reference", output64, expected, tol, dtype, "reference"))
 
     if target.is_accelerator:
-        cpu_run = baselines.cpu(spec, case)
+        cpu_run = baselines.cpu(spec, case, host_input)
         if cpu_run.error is not None:
-            outcomes.append(CheckOutcome("cross_device", False,
-                                         f"cpu raised {describe_error(cpu_run.error)}; "
+            outcomes.append(CheckOutcome("cross_device", False, f"cpu raised {cpu_run.error}; "
                                          f"{target.name} returned a result", traceback=cpu_run.error_text))
         else:
             arrays["cpu"] = cpu_run.output

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import settings
 
 from conformance import profiles
-from conformance.environment import collect, header_lines
+from conformance.environment import header_lines
 from conformance.known_issues import KnownIssuesError
 from conformance.recipes import Case, RecipeError
 from conformance.results import format_table, write_summary
@@ -133,7 +133,7 @@ class _XdistHooks:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     run = config.stash[RUN_KEY]
-    return header_lines(collect(list(run.targets.values()))) + [
+    return header_lines(run.environment) + [
         f"conformance: hypothesis profile {profiles.current_profile()}; run folder {run.run_dir}"]
 
 

@@ -93,7 +93,8 @@ def _worst(records: list[dict[str, Any]]) -> dict[str, Any] | None:
         value = metrics.get("max_abs")
         if value is None:
             continue
-        number = math.inf if value == "inf" else float(value) if value != "nan" else math.inf
+        number = float(value)  # also parses the "inf"/"nan" strings json_safe wrote
+        number = math.inf if math.isnan(number) else number
         if best is None or number > best["_n"]:
             tol = record.get("tolerance") or {}
             best = {"_n": number, "max_abs": value, "mismatch_fraction": metrics.get("mismatch_fraction"),

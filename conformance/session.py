@@ -160,7 +160,7 @@ class ConformanceRun:
         state = self.item
         assert state is not None, "conformance tests run only inside the conformance plugin"
         result = check_case(spec, case, state.target, self.baselines, state.mode)
-        features = spec.case_features(case)
+        features = spec.case_features(case) if state.applicable else {}
         state.exercised.update(i.id for i in state.applicable if i.in_scope(features))
         unexpected: list[CheckOutcome] = []
         matches: dict[str, ki.KnownIssue] = {}
@@ -181,7 +181,7 @@ class ConformanceRun:
         state.failure_seen = state.failure_seen or bool(unexpected)
         if phase in ("explore", "final", "replay"):
             state.examples += 1
-        repro = self.repro_command(state.nodeid, case)
+        repro = self.repro_command(state.nodeid, case) if result.failures else None
         self._record_example(state, case, result, matches, phase, repro)
         if unexpected:
             raise ConformanceFailure(self._failure_message(state, case, unexpected, repro))
@@ -199,12 +199,12 @@ class ConformanceRun:
             "message": message})
 
     def _record_example(self, state: ItemState, case: Case, result: CaseResult,
-                        matches: dict[str, ki.KnownIssue], phase: str, repro: str) -> None:
+                        matches: dict[str, ki.KnownIssue], phase: str, repro: str | None) -> None:
         artifact = None
         keep = phase in ("final", "replay") and any(o.check not in matches for o in result.failures)
         new_known = {i.id for i in matches.values()} - state.saved_known
         if result.failures and (keep or (new_known and phase == "explore")):
-            artifact = self.store.save_arrays(f"{state.nodeid}", result.arrays)
+            artifact = self.store.save_arrays(state.nodeid, result.arrays)
             state.saved_known |= new_known
         base = self._base_record(state.test, state.spec.name, state.target, state.dtype, state.mode)
         for outcome in result.outcomes:

@@ -1,6 +1,7 @@
 """Each planted bug is caught by the check that owns it; the correct op passes every check."""
 import contextlib
 
+import numpy as np
 import pytest
 
 from conformance.checks import Baselines, check_case
@@ -124,3 +125,14 @@ def test_a_device_dependent_branch_fails_the_cross_device_check():
 def test_an_op_that_only_fails_on_the_cpu_is_a_cross_device_failure():
     cross = run_on(FAKE, crashes_on_cpu_only)["cross_device"]
     assert not cross.passed and cross.message.startswith("cpu raised ValueError: cpu path broken")
+
+
+def test_the_baseline_cache_counts_cached_outputs_against_its_byte_budget():
+    from conformance.checks import _OpRun
+
+    cache = Baselines(max_bytes=3 * 8 * 1000)
+    for n in range(10):
+        cache.put(("op", str(n), "cpu"), _OpRun(output=np.zeros(1000)))  # 8,000 bytes each
+    assert len(cache._entries) == 3 and cache._bytes == 24_000
+    cache.put(("op", "9", "cpu"), _OpRun(output=np.zeros(10)))  # replacing an entry frees its bytes
+    assert cache._bytes == 16_080
