@@ -2,13 +2,14 @@
 
 Public API for case modules:
   OpSpec          declare an op (call, reference, params, tolerances)
+  ModuleOp        an nn.Module op for OpSpec(module=...): build, forward, random params
   Tolerance, Rule tolerance policies with reasons, scoped by check/dtype/mode/target
   image_recipes   hypothesis strategy of image recipes
 """
 from conformance.compare import Rule, Tolerance
 from conformance.recipes import Case, Recipe
-from conformance.spec import OpSpec
+from conformance.spec import ModuleOp, OpSpec
 from conformance.strategies import image_recipes, sides
 
-__all__ = ["Case", "OpSpec", "Recipe", "Rule", "Tolerance", "image_recipes", "sides"]
+__all__ = ["Case", "ModuleOp", "OpSpec", "Recipe", "Rule", "Tolerance", "image_recipes", "sides"]
 __version__ = "0.1.0"

@@ -2,13 +2,15 @@
 
 One case on one target gives one outcome per check:
   error        the op raised;
-  invariants   device, dtype, shape and memory format kept; input not mutated;
+  placement    output on the input's device; on accelerators also: no op mixed devices, no
+               image-sized host<->device copy inside the call, a module's tensors follow
+               `.to()`, and an unmoved module works or raises a clear device error;
+  invariants   dtype, shape and memory format kept; input not mutated;
   reference    output against the independent float64 reference;
   cross_device output against the cpu output for the same case (accelerators only).
 """
 from __future__ import annotations
 
-import traceback
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,9 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from conformance.calls import OpRun, run_op, sample_params, unmoved_module_behaviour
 from conformance.compare import Metrics, Tolerance, measure
 from conformance.recipes import Case, materialize, to_float64
-from conformance.spec import OpSpec
+from conformance.spec import OpSpec, Sampled
 from conformance.targets import CPU, Target
 
 
@@ -32,6 +35,7 @@ class CheckOutcome:
     metrics: Metrics | None = None
     tolerance: Tolerance | None = None
     traceback: str | None = None
+    details: dict[str, Any] | None = None  # e.g. the placement log
 
 
 @dataclass
@@ -40,24 +44,11 @@ class CaseResult:
 
     outcomes: list[CheckOutcome]
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    not_emulatable: str | None = None  # a virtual target cannot run this op
 
     @property
     def failures(self) -> list[CheckOutcome]:
         return [o for o in self.outcomes if not o.passed]
-
-
-@dataclass
-class _OpRun:
-    """What one call of the op gave: its output, or its error as text (no live
-    exception: its traceback would keep every frame's tensors alive in the cache)."""
-
-    output: Any = None
-    error: str | None = None  # describe_error(): type, message, raising frame
-    error_text: str | None = None  # the full traceback
-
-    @property
-    def nbytes(self) -> int:
-        return self.output.nbytes if isinstance(self.output, np.ndarray) else 1024
 
 
 def expected_output(ideal: np.ndarray, dtype: str) -> np.ndarray:
@@ -71,24 +62,6 @@ def data_range(dtype: str) -> float:
     return 255.0 if dtype == "uint8" else 1.0
 
 
-def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target) -> _OpRun:
-    """Call the op on a target; an exception becomes data, never a harness crash."""
-    try:
-        with target.active():
-            output = spec.call(tensor, dict(case.params))
-            target.synchronize()
-        return _OpRun(output=output)
-    except Exception as exc:  # noqa: BLE001 - any op failure is an outcome
-        return _OpRun(error=describe_error(exc), error_text="".join(traceback.format_exception(exc)))
-
-
-def describe_error(exc: BaseException) -> str:
-    """Exception type, message and the innermost Python frame that raised it."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" (raised at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
-    return f"{type(exc).__name__}: {str(exc).strip()}{where}"
-
-
 class Baselines:
     """Reference and cpu outputs per case, computed once and shared across targets.
 
@@ -96,7 +69,7 @@ class Baselines:
     """
 
     def __init__(self, max_bytes: int = 256 * 2**20) -> None:
-        self._entries: OrderedDict[tuple[str, str, str], np.ndarray | _OpRun] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, str], np.ndarray | OpRun] = OrderedDict()
         self._bytes = 0
         self.max_bytes = max_bytes
 
@@ -108,7 +81,7 @@ class Baselines:
         self.put(key, value)
         return value
 
-    def put(self, key: tuple[str, str, str], value: np.ndarray | _OpRun) -> None:
+    def put(self, key: tuple[str, str, str], value: np.ndarray | OpRun) -> None:
         if key in self._entries:
             self._bytes -= self._entries.pop(key).nbytes
         self._entries[key] = value
@@ -117,21 +90,37 @@ class Baselines:
             _, old = self._entries.popitem(last=False)
             self._bytes -= old.nbytes
 
-    def reference(self, spec: OpSpec, case: Case, input64: np.ndarray) -> np.ndarray:
-        return self._get((spec.name, case.key, "reference"), lambda: spec.reference(input64, case))
+    def reference(self, spec: OpSpec, case: Case, input64: np.ndarray, sampled: Sampled | None) -> np.ndarray:
+        """The reference output; random augmentations also get their sampled parameters."""
+        def compute() -> np.ndarray:
+            return spec.reference(input64, case) if sampled is None else spec.reference(input64, case, sampled)
 
-    def cpu(self, spec: OpSpec, case: Case, host_input: torch.Tensor) -> _OpRun:
+        return self._get((spec.name, case.key, "reference"), compute)
+
+    def cpu(self, spec: OpSpec, case: Case, host_input: torch.Tensor) -> OpRun:
         """The cpu output for a case; `host_input` is a cpu tensor of it the caller no longer needs."""
-        def compute() -> _OpRun:
-            run = run_op(spec, host_input, case, CPU)
+        def compute() -> OpRun:
+            run = run_op(spec, host_input, case, CPU, self.sampled(spec, case, host_input))
             if isinstance(run.output, torch.Tensor):
                 run.output = to_float64(run.output)
             return run
 
         return self._get((spec.name, case.key, "cpu"), compute)
 
-    def remember_cpu(self, spec: OpSpec, case: Case, run: _OpRun) -> None:
+    def remember_cpu(self, spec: OpSpec, case: Case, run: OpRun) -> None:
         self.put((spec.name, case.key, "cpu"), run)
+
+    def sampled(self, spec: OpSpec, case: Case, host_input: torch.Tensor) -> Sampled | None:
+        """Random-augmentation parameters, drawn once per case and replayed on every target."""
+        if spec.module is None or spec.module.sample is None:
+            return None
+        return self._get((spec.name, case.key, "sampled"), lambda: _Sampled(sample_params(spec, host_input, case))).value
+
+
+@dataclass
+class _Sampled:
+    value: Sampled | None
+    nbytes: int = 1024
 
 
 def memory_formats(tensor: torch.Tensor) -> set[str]:
@@ -146,12 +135,10 @@ def memory_formats(tensor: torch.Tensor) -> set[str]:
 
 def check_invariants(tensor_in: torch.Tensor, before: np.ndarray, output: Any, expected: np.ndarray,
                      expected_dtype: torch.dtype) -> CheckOutcome:
-    """Device, dtype, shape, memory format kept; input not mutated."""
+    """Dtype, shape, memory format kept; input not mutated."""
     problems = []
     if not isinstance(output, torch.Tensor):
         return CheckOutcome("invariants", False, f"returned {type(output).__name__}, expected a torch.Tensor")
-    if output.device != tensor_in.device:
-        problems.append(f"device: output on {output.device}, input on {tensor_in.device}")
     if output.dtype != expected_dtype:
         problems.append(f"dtype: returned {output.dtype}, expected {expected_dtype}")
     if tuple(output.shape) != expected.shape:
@@ -185,23 +172,56 @@ def compare_check(check: str, actual: np.ndarray, expected: np.ndarray, toleranc
     return CheckOutcome(check, False, message, metrics=metrics, tolerance=tolerance)
 
 
+def _image_plane(value: Any) -> int | None:
+    return value.shape[-2] * value.shape[-1] if isinstance(value, torch.Tensor) and value.dim() >= 2 else None
+
+
+def check_placement(spec: OpSpec, case: Case, target: Target, tensor_in: torch.Tensor, run: OpRun,
+                    sampled: Sampled | None) -> CheckOutcome:
+    """The output stays on the input's device; on accelerators, everything the log and module show."""
+    problems = list(run.module_problems)
+    details: dict[str, Any] = {}
+    device = getattr(run.output, "device", None)
+    if isinstance(run.output, torch.Tensor) and device != tensor_in.device:
+        problems.append(f"output on {device}, input on {tensor_in.device}")
+    if run.log is not None:
+        details.update(run.log.to_dict())
+        problems += [f"uses {name} ({use})" for name, use in run.log.used.items()]
+        planes = [p for p in (_image_plane(tensor_in), _image_plane(run.output)) if p is not None]
+        if not spec.host_transfers and planes:
+            problems += [f"implicit {t.describe()}: an image-sized copy inside the call (declare "
+                         f"host_transfers on the spec if the op needs it)" for t in run.log.bulk_transfers(min(planes))]
+    if spec.module is not None and target.is_accelerator:
+        behaviour, acceptable = unmoved_module_behaviour(spec, tensor_in, case, target, sampled)
+        details["unmoved_module"] = behaviour
+        if not acceptable:
+            problems.append(f"module left on the cpu, called with a {target.device} input: {behaviour}")
+    return CheckOutcome("placement", not problems, "; ".join(problems), details=details or None)
+
+
 def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, mode: str) -> CaseResult:
     """Run one case on one target through every standard check."""
     dtype = case.recipe.dtype
     host_input = materialize(case.recipe)
     input64 = to_float64(host_input)
-    expected = expected_output(baselines.reference(spec, case, input64), dtype)
+    sampled = baselines.sampled(spec, case, host_input)
+    expected = expected_output(baselines.reference(spec, case, input64, sampled), dtype)
     arrays = {"input": input64, "reference": expected}
 
     # The op gets its own tensor: on the cpu the host copy (input64 already holds its values),
     # elsewhere one made on the target so that its layout survives the transfer; the host
     # copy then feeds the cpu baseline.
     tensor_in = materialize(case.recipe, put=target.put) if target.is_accelerator else host_input
-    run = run_op(spec, tensor_in, case, target)
+    run = run_op(spec, tensor_in, case, target, sampled)
+    if run.not_emulatable is not None:
+        return CaseResult([], arrays, not_emulatable=run.not_emulatable)
     if run.error is not None:
-        return CaseResult([CheckOutcome("error", False, run.error, traceback=run.error_text)], arrays)
+        check = "placement" if run.mixed_devices else "error"
+        details = run.log.to_dict() if run.log is not None and run.mixed_devices else None
+        return CaseResult([CheckOutcome(check, False, run.error, traceback=run.error_text, details=details)], arrays)
 
-    outcomes = [check_invariants(tensor_in, input64, run.output, expected, case.recipe.torch_dtype)]
+    outcomes = [check_placement(spec, case, target, tensor_in, run, sampled),
+                check_invariants(tensor_in, input64, run.output, expected, case.recipe.torch_dtype)]
     if not isinstance(run.output, torch.Tensor):
         return CaseResult(outcomes, arrays)
     output64 = to_float64(run.output)
@@ -219,5 +239,5 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
             tol = spec.tolerance("cross_device", dtype, mode, target.name)
             outcomes.append(compare_check("cross_device", output64, cpu_run.output, tol, dtype, "cpu"))
     else:
-        baselines.remember_cpu(spec, case, _OpRun(output=output64))
+        baselines.remember_cpu(spec, case, OpRun(output=output64))
     return CaseResult(outcomes, arrays)

@@ -24,12 +24,16 @@ profiles.register()  # before hypothesis' own plugin reads --hypothesis-profile
 
 RUN_KEY = pytest.StashKey[ConformanceRun]()
 TARGETS_ENV = "CONFORMANCE_TARGETS"
+VIRTUAL_ENV = "CONFORMANCE_VIRTUAL_DEVICES"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("conformance", "cross-device conformance")
     group.addoption("--targets", default=None, metavar="LIST",
                     help=f"where ops run: comma list (cpu,cuda:1), 'all' (default) or 'gpu'; env {TARGETS_ENV}")
+    group.addoption("--virtual-devices", default=None, metavar="N",
+                    help="how many virtual vcuda:N targets exist (0 turns them off; default 2 when fewer "
+                         f"than two real accelerators are visible); env {VIRTUAL_ENV}")
     group.addoption("--replay", default=None, metavar="CASE",
                     help="run exactly one saved case: its JSON, or a path to a .json file")
     group.addoption("--reports-dir", default=None, metavar="DIR",
@@ -54,6 +58,15 @@ def _load_replay(value: str | None) -> Case | None:
         return Case.from_json(text)
     except RecipeError as exc:
         raise pytest.UsageError(f"--replay: {exc}") from None
+
+
+def _virtual_count(config: pytest.Config) -> int | None:
+    text = config.getoption("virtual_devices") or os.environ.get(VIRTUAL_ENV)
+    if text is None or text == "":
+        return None
+    if not text.strip().isdigit() or not 0 <= int(text) <= 16:
+        raise pytest.UsageError(f"--virtual-devices: expected a whole number from 0 to 16, got {text!r}")
+    return int(text)
 
 
 def _default_issue_files(config: pytest.Config) -> list[Path]:
@@ -94,7 +107,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.load_profile(name)
     selection = config.getoption("targets") or os.environ.get(TARGETS_ENV) or "all"
     try:
-        targets = select(selection, discover())
+        targets = select(selection, discover(_virtual_count(config)))
     except TargetSelectionError as exc:
         raise pytest.UsageError(f"--targets: {exc}") from None
     issue_files = [Path(p) for p in config.getoption("known_issues")]
@@ -151,8 +164,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if spec is None:
         return
     run = metafunc.config.stash[RUN_KEY]
+    def marks(target: str) -> list[pytest.MarkDecorator]:
+        if run.targets[target].virtual and spec.needs_real_device:
+            return [pytest.mark.skip(reason=f"not emulatable on a virtual device: {spec.needs_real_device}")]
+        return []
+
     params = [
-        pytest.param(target, dtype, mode, id=f"{target}-{dtype}-{mode}")
+        pytest.param(target, dtype, mode, id=f"{target}-{dtype}-{mode}", marks=marks(target))
         for target in run.targets
         for dtype, mode in spec.variant_pairs()
     ]

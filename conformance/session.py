@@ -160,6 +160,8 @@ class ConformanceRun:
         state = self.item
         assert state is not None, "conformance tests run only inside the conformance plugin"
         result = check_case(spec, case, state.target, self.baselines, state.mode)
+        if result.not_emulatable is not None:
+            pytest.skip(f"not emulatable on a virtual device: {result.not_emulatable}")
         features = spec.case_features(case) if state.applicable else {}
         state.exercised.update(i.id for i in state.applicable if i.in_scope(features))
         unexpected: list[CheckOutcome] = []
@@ -216,7 +218,7 @@ class ConformanceRun:
                 "phase": phase, "example": state.examples, "case": case.to_dict(),
                 "metrics": outcome.metrics.to_dict() if outcome.metrics else None,
                 "tolerance": outcome.tolerance.to_dict() if outcome.tolerance else None,
-                "message": outcome.message, "traceback": outcome.traceback,
+                "message": outcome.message, "traceback": outcome.traceback, "details": outcome.details,
                 "known_issue": issue.to_dict() if issue else None,
                 "repro": repro if not outcome.passed else None,
                 "artifact": artifact if not outcome.passed else None,

@@ -23,6 +23,29 @@ from conformance.strategies import image_recipes
 OpFunction = Callable[[torch.Tensor, dict[str, Any]], Any]
 Reference = Callable[[np.ndarray, Case], np.ndarray]
 ParamStrategy = Callable[[Recipe, str], st.SearchStrategy[dict[str, Any]]]
+Sampled = dict[str, Any]
+
+
+def _call_module(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any], sampled: Sampled | None):
+    return module(image) if sampled is None else module(image, params=sampled)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleOp:
+    """An op that is an nn.Module: built per case on the cpu, moved with `.to(target)`, then called.
+
+    build:   (params) -> a fresh module on the cpu.
+    forward: (module, image, params, sampled) -> output; default `module(image)`, or
+             `module(image, params=sampled)` for random augmentations.
+    sample:  for random augmentations, (module, host image, params) -> the random parameters;
+             drawn once per case on the cpu with a fixed seed and replayed on every target, so
+             outputs can be compared across devices (kornia modules accept `params=`).  The
+             spec's reference is then called as reference(input, case, sampled).
+    """
+
+    build: Callable[[dict[str, Any]], torch.nn.Module]
+    forward: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any], Sampled | None], Any] = _call_module
+    sample: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any]], Sampled] | None = None
 
 
 def _default_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
@@ -35,12 +58,13 @@ def _cases(draw: st.DrawFn, spec: "OpSpec", dtype: str, mode: str) -> Case:
     return Case(spec.name, recipe, draw(spec.params(recipe, mode)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OpSpec:
     """Everything the harness needs to test one op.
 
     name:        op id used in test names, records and known issues.
     call:        runs the implementation under test: (input tensor, params) -> output.
+    module:      instead of `call`, for nn.Module ops (placement of the module's tensors is checked).
     reference:   independent float64 host implementation: (float64 input, case) -> ideal output.
                  For uint8 outputs the harness rounds and saturates it (the documented meaning).
     dtypes/modes: the parametrized axes; a mode names a parameter regime (e.g. "bicubic-antialias").
@@ -49,10 +73,15 @@ class OpSpec:
     recipes:     strategy of input recipes for a dtype (default: `image_recipes`).
     variants:    explicit (dtype, mode) pairs when not every combination makes sense.
     features:    extra named facts about a case (e.g. output size) for known-issue scoping.
+    host_transfers: why the op copies image data between host and device by design (e.g. to a
+                 PIL image); when empty, such a copy inside the call fails the placement check.
+    needs_real_device: why the op cannot run on a virtual device (e.g. an nvjpeg-only kernel);
+                 its virtual-target items are skipped as "not emulatable".
     """
 
     name: str
-    call: OpFunction
+    call: OpFunction | None = None
+    module: ModuleOp | None = None
     reference: Reference
     dtypes: Sequence[str]
     modes: Sequence[str]
@@ -62,6 +91,8 @@ class OpSpec:
     description: str = ""
     variants: Sequence[tuple[str, str]] = field(default=())
     features: Callable[[Case], dict[str, Any]] | None = None
+    host_transfers: str = ""
+    needs_real_device: str = ""
 
     def case_features(self, case: Case) -> dict[str, Any]:
         """Named facts about a case that known issues can scope to (`where = {...}`)."""
@@ -78,6 +109,8 @@ class OpSpec:
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
             raise ValueError(f"op name {self.name!r} must be a Python identifier (it names the test)")
+        if (self.call is None) == (self.module is None):
+            raise ValueError(f"op {self.name!r}: give exactly one of call= (a function) or module= (a ModuleOp)")
 
     def variant_pairs(self) -> list[tuple[str, str]]:
         """(dtype, mode) pairs to parametrize; `variants` restricts the full product."""

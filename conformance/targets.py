@@ -1,17 +1,21 @@
 """Targets: where an op runs, how to get tensors there and back, how to wait.
 
-Real targets are `cpu`, `cuda:N`, `mps` and `xpu:N`.  A selection string
-("all", "gpu", "cpu,cuda:1", "cuda") is resolved against what this machine
-actually has; asking for something absent is a usage error that names what
-exists, never a silent skip.
+Real targets are `cpu`, `cuda:N`, `mps` and `xpu:N`; virtual ones are
+`vcuda:N` (conformance.virtual: CPU data, CUDA device, device rules enforced).
+A selection string ("all", "gpu", "vcuda", "cpu,vcuda:1", "cuda") is resolved
+against what this machine actually has; asking for something absent is a
+usage error that names what exists, never a silent skip.
 """
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
+
+from conformance.placement import ObserverMode, PlacementLog
 
 
 class TargetSelectionError(ValueError):
@@ -35,8 +39,8 @@ class Target:
     def is_accelerator(self) -> bool:
         return self.kind != "cpu"
 
-    def put(self, value):
-        """Move a tensor or module onto this target."""
+    def put(self, value: Any) -> Any:
+        """Move a tensor or module onto this target (a copy for tensors, in place for modules)."""
         return value.to(self.device)
 
     def synchronize(self) -> None:
@@ -49,19 +53,72 @@ class Target:
             torch.mps.synchronize()
 
     @contextlib.contextmanager
-    def active(self) -> Iterator[None]:
-        """Context in which the op runs; real targets need none, virtual ones will."""
-        yield
+    def active(self, log: PlacementLog | None = None) -> Iterator[None]:
+        """Context in which the op runs: on an accelerator, `log` records transfers and watched tensors."""
+        if log is None or not self.is_accelerator:
+            yield
+            return
+        with ObserverMode(log):
+            yield
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "kind": self.kind, "description": self.description, "virtual": self.virtual}
 
 
+@dataclass(frozen=True)
+class VirtualTarget(Target):
+    """`vcuda:N`: tensors report cuda:N, data and kernels stay on the CPU (see conformance.virtual)."""
+
+    count: int = 2  # how many virtual devices torch.cuda reports while active
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cuda", int(self.name.split(":")[1]))
+
+    def put(self, value: Any) -> Any:
+        from conformance import virtual
+
+        if isinstance(value, torch.Tensor):
+            return virtual.to_virtual(value, self.device)
+        with virtual.virtual_cuda(self.count):
+            return value.to(self.device)
+
+    def synchronize(self) -> None:
+        """Nothing is queued: the CPU kernels have finished when the op returns."""
+
+    @contextlib.contextmanager
+    def active(self, log: PlacementLog | None = None) -> Iterator[None]:
+        from conformance import virtual
+
+        with virtual.virtual_cuda(self.count, log):
+            yield
+
+
 CPU = Target("cpu", "cpu", "host CPU")
+VIRTUAL_DESCRIPTION = "virtual: cpu data and kernels, cuda device rules"
 
 
-def discover() -> list[Target]:
-    """Every target visible to this process, cpu first, in a stable order."""
+def virtual_targets(count: int) -> list[Target]:
+    return [VirtualTarget(f"vcuda:{i}", "vcuda", VIRTUAL_DESCRIPTION, virtual=True, count=count)
+            for i in range(count)]
+
+
+def default_virtual_count(real: list[Target]) -> int:
+    """Two virtual devices unless two real accelerators can already show device-index bugs."""
+    return 2 if sum(t.is_accelerator for t in real) < 2 else 0
+
+
+def discover(virtual: int | None = None) -> list[Target]:
+    """Every target visible to this process, cpu first, then real accelerators, then virtual ones.
+
+    `virtual`: how many vcuda:N targets to add (None: `default_virtual_count`).
+    """
+    found = _real_targets()
+    count = default_virtual_count(found) if virtual is None else virtual
+    return found + virtual_targets(count)
+
+
+def _real_targets() -> list[Target]:
     found = [CPU]
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
@@ -93,14 +150,15 @@ def select(text: str, available: list[Target]) -> list[Target]:
         if token == "all":
             chosen.update(by_name)
         elif token == "gpu":
-            accelerators = [t.name for t in available if t.is_accelerator]
+            accelerators = [t.name for t in available if t.is_accelerator and not t.virtual]
             if not accelerators:
-                raise TargetSelectionError(f"'gpu' selects no target: no accelerator is visible (available: {names})")
+                raise TargetSelectionError(f"'gpu' selects no target: no real accelerator is visible "
+                                           f"(available: {names}; virtual ones are selected by 'vcuda')")
             chosen.update(accelerators)
         elif token in by_name:
             chosen.add(token)
         elif token in {t.kind for t in available}:  # "cuda" means every cuda:N
             chosen.update(t.name for t in available if t.kind == token)
         else:
-            raise TargetSelectionError(f"unknown target {token!r} (available: {names}; or 'all', 'gpu')")
+            raise TargetSelectionError(f"unknown target {token!r} (available: {names}; or 'all', 'gpu', 'vcuda')")
     return [target for target in available if target.name in chosen]

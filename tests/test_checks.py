@@ -1,12 +1,10 @@
 """Each planted bug is caught by the check that owns it; the correct op passes every check."""
-import contextlib
-
 import numpy as np
 import pytest
 
 from conformance.checks import Baselines, check_case
 from conformance.recipes import Case, Recipe
-from conformance.targets import CPU, Target
+from conformance.targets import CPU, virtual_targets
 from planted_ops import (crashing_resize, float_resize, good_resize, make_spec, mutating_resize, shifted_resize,
                          sprinkled_resize)
 
@@ -22,7 +20,7 @@ def run(call, dtype="uint8", layout="contiguous", size=(11, 30)):
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
 def test_correct_op_passes_every_check(dtype, layout):
     outcomes, result = run(good_resize, dtype, layout)
-    assert set(outcomes) == {"invariants", "reference"}
+    assert set(outcomes) == {"placement", "invariants", "reference"}
     assert not result.failures, [o.message for o in result.failures]
 
 
@@ -73,30 +71,17 @@ def test_uint8_outputs_are_compared_without_wraparound():
     assert outcomes["reference"].passed and outcomes["reference"].metrics.max_abs == 1
 
 
-class FakeAccelerator(Target):
-    """Runs on the CPU but counts as an accelerator, and flags the op while it is active,
-    so a device-dependent branch in the op shows up against the cpu baseline."""
-
-    @contextlib.contextmanager
-    def active(self):
-        BRANCH["on_accelerator"] = True
-        try:
-            yield
-        finally:
-            BRANCH["on_accelerator"] = False
-
-
-BRANCH = {"on_accelerator": False}
-FAKE = FakeAccelerator("cpu", "fake", "fake accelerator")
+VCUDA1 = virtual_targets(2)[1]
 
 
 def branching_resize(image, params):
+    """A device-dependent Python branch: +3 on CUDA."""
     out = good_resize(image, params)
-    return out + 3 if BRANCH["on_accelerator"] else out
+    return out + 3 if image.is_cuda else out
 
 
 def crashes_on_cpu_only(image, params):
-    if not BRANCH["on_accelerator"]:
+    if not image.is_cuda:
         raise ValueError("cpu path broken")
     return good_resize(image, params)
 
@@ -109,30 +94,29 @@ def run_on(target, call, dtype="float32"):
 
 
 def test_accelerators_are_compared_with_the_cpu_output():
-    clean = run_on(FAKE, good_resize)
+    clean = run_on(VCUDA1, good_resize)
     assert clean["cross_device"].passed and clean["cross_device"].metrics.max_abs == 0
     assert "cross_device" not in run_on(CPU, good_resize)  # the cpu is the baseline, not compared to itself
 
 
 def test_a_device_dependent_branch_fails_the_cross_device_check():
-    outcomes = run_on(FAKE, branching_resize)
+    outcomes = run_on(VCUDA1, branching_resize)
     cross = outcomes["cross_device"]
     assert not cross.passed and cross.metrics.max_abs == pytest.approx(3)
     assert "vs cpu" in cross.message and "got" in cross.message
-    assert BRANCH["on_accelerator"] is False  # the target's context was left
 
 
 def test_an_op_that_only_fails_on_the_cpu_is_a_cross_device_failure():
-    cross = run_on(FAKE, crashes_on_cpu_only)["cross_device"]
+    cross = run_on(VCUDA1, crashes_on_cpu_only)["cross_device"]
     assert not cross.passed and cross.message.startswith("cpu raised ValueError: cpu path broken")
 
 
 def test_the_baseline_cache_counts_cached_outputs_against_its_byte_budget():
-    from conformance.checks import _OpRun
+    from conformance.calls import OpRun
 
     cache = Baselines(max_bytes=3 * 8 * 1000)
     for n in range(10):
-        cache.put(("op", str(n), "cpu"), _OpRun(output=np.zeros(1000)))  # 8,000 bytes each
+        cache.put(("op", str(n), "cpu"), OpRun(output=np.zeros(1000)))  # 8,000 bytes each
     assert len(cache._entries) == 3 and cache._bytes == 24_000
-    cache.put(("op", "9", "cpu"), _OpRun(output=np.zeros(10)))  # replacing an entry frees its bytes
+    cache.put(("op", "9", "cpu"), OpRun(output=np.zeros(10)))  # replacing an entry frees its bytes
     assert cache._bytes == 16_080

@@ -47,7 +47,7 @@ def test_a_planted_bug_fails_with_the_check_the_metric_and_a_rerun_line(project)
     records = [json.loads(line) for line in
                (project.path / "reports" / "latest" / "outcomes" / "main.jsonl").read_text().splitlines()]
     replayed = [r for r in records if r.get("phase") == "replay"]
-    assert {r["check"] for r in replayed} == {"invariants", "reference"} and len(replayed) == 2
+    assert {r["check"] for r in replayed} == {"placement", "invariants", "reference"} and len(replayed) == 3
 
 
 def test_a_replay_case_can_come_from_a_file_and_bad_ones_are_usage_errors(project):
@@ -117,7 +117,8 @@ reason = "matches nothing"
 
 @pytest.mark.parametrize("args, message", [
     (["--targets=cuda:5"], "unknown target 'cuda:5' (available: cpu"),
-    (["--targets=gpu"], "no accelerator is visible"),
+    (["--targets=gpu"], "no real accelerator is visible"),
+    (["--virtual-devices=two"], "--virtual-devices: expected a whole number from 0 to 16"),
     (["--max-examples=0"], "--max-examples must be at least 1"),
     (["--known-issues=nope.toml"], "no such file 'nope.toml'"),
 ])
@@ -153,3 +154,49 @@ def test_targets_and_reports_folder_come_from_the_environment_too(project, monke
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=3")
     result.assert_outcomes(passed=2)
     assert (project.path / "elsewhere" / "latest" / "summary.json").is_file()
+
+
+PLACEMENT = Path(__file__).with_name("planted_placement.py").read_text()
+
+
+def test_virtual_targets_run_by_default_and_catch_placement_bugs_end_to_end(project):
+    project.makepyfile(planted_placement=PLACEMENT)
+    project.makepyfile(test_gains="""
+import torchvision.io
+from planted_placement import *
+from conformance.spec import ModuleOp
+
+test_plain_attribute = make_gain_spec("plain_attribute", module=ModuleOp(build=lambda p: PlainAttributeGain())).test()
+test_buffer = make_gain_spec("buffer", module=ModuleOp(build=lambda p: BufferGain())).test()
+
+def nvjpeg_only(image, params):
+    if image.is_cuda:
+        torchvision.io.decode_jpeg(torch.zeros(8, dtype=torch.uint8), device=image.device)
+    return gain_with_device(image, params)
+
+test_nvjpeg = make_gain_spec("nvjpeg", call=nvjpeg_only).test()
+""")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=5",
+                                          "test_gains.py", "-rs")
+    out = result.stdout.str()
+    assert "conformance targets: cpu [host CPU], vcuda:0 (virtual)" in out
+    result.assert_outcomes(passed=5, failed=2, skipped=2)  # plain_attribute fails on both vcuda targets
+    assert "plain_attribute on vcuda:1 (virtual) [float32, gain]: 1 check(s) failed" in out
+    assert "placement: DeviceMixError: Expected all tensors to be on the same device" in out
+    assert "PlainAttributeGain.gains (a plain tensor attribute on cpu" in out
+    assert "SKIPPED [2] " in out and "not emulatable on a virtual device: image::decode_jpegs_cuda has no CPU kernel" in out
+    data = summary(project)
+    rows = {(g["op"], g["target"], g["check"]): g for g in data["groups"]}
+    assert rows[("plain_attribute", "vcuda:1", "placement")]["verdict"] == "fail"
+    assert rows[("plain_attribute", "vcuda:1", "placement")]["virtual"] is True
+    assert rows[("buffer", "vcuda:1", "placement")]["verdict"] == "pass"
+    assert {t for (op, t, _), g in rows.items() if op == "nvjpeg" and g["verdict"] == "skipped"} == {"vcuda:0", "vcuda:1"}
+    assert "vcuda:1 (virtual)" in out.split("conformance summary")[1]
+
+
+def test_virtual_targets_can_be_turned_off_or_multiplied(project):
+    write_cases(project, good="good_resize")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--virtual-devices=0")
+    assert "vcuda" not in result.stdout.str()
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--virtual-devices=3")
+    assert "test_good[vcuda:2-uint8-bilinear]" in result.stdout.str()

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from conformance.targets import CPU, Target, TargetSelectionError, discover, select
+from conformance.targets import CPU, Target, TargetSelectionError, discover, select, virtual_targets
 
 GPU_BOX = [CPU, Target("cuda:0", "cuda", "H100"), Target("cuda:1", "cuda", "H100"), Target("mps", "mps")]
 
@@ -30,7 +30,7 @@ def test_selection_spellings(text, expected):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("cuda:3", "unknown target 'cuda:3' (available: cpu, cuda:0, cuda:1, mps; or 'all', 'gpu')"),
+    ("cuda:3", "unknown target 'cuda:3' (available: cpu, cuda:0, cuda:1, mps; or 'all', 'gpu', 'vcuda')"),
     ("cpu,", "empty entry"),
     ("", "empty entry"),
 ])
@@ -40,5 +40,24 @@ def test_bad_selections_name_what_exists(text, message):
 
 
 def test_gpu_on_a_cpu_only_machine_is_an_error_not_an_empty_run():
-    with pytest.raises(TargetSelectionError, match="no accelerator is visible"):
+    with pytest.raises(TargetSelectionError, match="no real accelerator is visible"):
         select("gpu", [CPU])
+    with pytest.raises(TargetSelectionError, match="virtual ones are selected by 'vcuda'"):
+        select("gpu", [CPU, *virtual_targets(2)])
+
+
+def test_virtual_targets_come_by_default_when_fewer_than_two_real_accelerators_exist():
+    real = [t for t in discover(0) if not t.virtual]
+    expected = 2 if sum(t.is_accelerator for t in real) < 2 else 0
+    found = discover()
+    assert names(found) == names(real) + [f"vcuda:{i}" for i in range(expected)]
+    assert all(t.virtual and t.kind == "vcuda" and "virtual" in t.description for t in found[len(real):])
+    assert names(discover(3))[-3:] == ["vcuda:0", "vcuda:1", "vcuda:2"]
+
+
+def test_virtual_targets_report_a_cuda_device_and_are_selected_by_vcuda_or_all():
+    box = [CPU, *virtual_targets(2)]
+    assert box[2].device == torch.device("cuda:1") and box[2].to_dict()["virtual"] is True
+    assert names(select("vcuda", box)) == ["vcuda:0", "vcuda:1"]
+    assert names(select("all", box)) == ["cpu", "vcuda:0", "vcuda:1"]
+    assert names(select("cpu,vcuda:1", box)) == ["cpu", "vcuda:1"]

@@ -1,0 +1,126 @@
+"""Calling the op under test on one target, and keeping whatever happens as data.
+
+Function ops are called with the input tensor; module ops are built on the cpu,
+moved with `.to(target)` (what is left behind is noted), given the case's
+sampled random parameters, and called.  On accelerators the call runs with a
+`PlacementLog`.  An exception never escapes: it becomes text on the `OpRun`.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_map
+
+from conformance.placement import PlacementLog, is_device_mix_error, left_behind
+from conformance.recipes import Case
+from conformance.spec import OpSpec, Sampled
+from conformance.targets import Target
+from conformance.virtual import NotEmulatable
+
+_HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# Frames that only pass a call along: never the place to point a user at.
+_PLUMBING = (os.path.join(_TORCH_DIR, "_ops.py"), os.path.join(_TORCH_DIR, "utils", "_python_dispatch.py"),
+             os.path.join(_TORCH_DIR, "_dynamo", ""), os.path.join(_TORCH_DIR, "_compile.py"), contextlib.__file__)
+
+
+@dataclass
+class OpRun:
+    """What one call of the op gave: its output, or its error as text (no live exception:
+    its traceback would keep every frame's tensors alive in the baseline cache)."""
+
+    output: Any = None
+    error: str | None = None  # describe_error(): type, message, raising frame
+    error_text: str | None = None  # the full traceback
+    mixed_devices: bool = False  # the error is PyTorch's "tensors on different devices"
+    not_emulatable: str | None = None
+    log: PlacementLog | None = None
+    module_problems: list[str] = field(default_factory=list)
+
+    @property
+    def nbytes(self) -> int:
+        return getattr(self.output, "nbytes", 1024)
+
+
+def describe_error(exc: BaseException) -> str:
+    """Exception type and message, where it was raised and the library line that called into torch."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith((_HARNESS_DIR, *_PLUMBING))]
+    where = ""
+    if frames:
+        raised = frames[-1]
+        where = f" (raised at {raised.filename}:{raised.lineno} in {raised.name}"
+        library = [f for f in frames if not f.filename.startswith(_TORCH_DIR)]
+        if library and library[-1] is not raised:
+            where += f", called from {library[-1].filename}:{library[-1].lineno} in {library[-1].name}"
+        where += ")"
+    return f"{type(exc).__name__}: {str(exc).strip()}{where}"
+
+
+def on_target(value: Any, target: Target) -> Any:
+    """Sampled parameters moved to a target (tensors moved, everything else as is)."""
+    return tree_map(lambda v: target.put(v) if isinstance(v, torch.Tensor) else v, value)
+
+
+def sample_params(spec: OpSpec, host_input: torch.Tensor, case: Case) -> Sampled | None:
+    """A random augmentation's parameters, drawn once on the cpu with the case's seed."""
+    if spec.module is None or spec.module.sample is None:
+        return None
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(case.recipe.seed)
+        return spec.module.sample(spec.module.build(dict(case.params)), host_input, dict(case.params))
+
+
+def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampled: Sampled | None = None,
+           *, move_module: bool = True) -> OpRun:
+    """Call the op on a target; with `move_module=False` a module op keeps its module on the cpu."""
+    log = PlacementLog(target.device) if target.is_accelerator else None
+    run = OpRun(log=log)
+    try:
+        module = None
+        if spec.module is not None:
+            with target.active():  # construction sees what users' code sees on this target
+                module = spec.module.build(dict(case.params))
+            if move_module:
+                module = target.put(module)
+                if log is not None:
+                    run.module_problems, log.watched = left_behind(module, target.device)
+        with target.active(log):
+            if spec.module is not None:
+                output = spec.module.forward(module, tensor, dict(case.params),
+                                             None if sampled is None else on_target(sampled, target))
+            else:
+                output = spec.call(tensor, dict(case.params))
+            target.synchronize()
+        run.output = output
+    except NotEmulatable as exc:
+        run.not_emulatable = str(exc)
+    except Exception as exc:  # noqa: BLE001 - any op failure is an outcome
+        run.error = describe_error(exc)
+        run.error_text = "".join(traceback.format_exception(exc))
+        run.mixed_devices = is_device_mix_error(str(exc))
+    return run
+
+
+def unmoved_module_behaviour(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target,
+                             sampled: Sampled | None) -> tuple[str, bool]:
+    """Call a module left on the cpu with an input on the target: (what happened, acceptable).
+
+    Acceptable: it works with the output on the input's device, or it raises an error that
+    names the device problem.
+    """
+    run = run_op(spec, tensor, case, target, sampled, move_module=False)
+    if run.not_emulatable:
+        return f"not emulatable: {run.not_emulatable}", True
+    if run.error is not None:
+        clear = run.mixed_devices or "device" in run.error.lower()
+        return f"raises {'a device error' if clear else 'an unclear error'}: {run.error}", clear
+    device = getattr(run.output, "device", None)
+    if isinstance(run.output, torch.Tensor) and device != tensor.device:
+        return f"works but returns its output on {device}, not {tensor.device}", False
+    return "works", True

@@ -1,0 +1,174 @@
+"""Where tensors live during a call: transfers, device mixing, and what modules leave behind.
+
+A `PlacementLog` is filled while an op runs on an accelerator target: on a
+virtual target by the emulation itself, on a real one by `ObserverMode`, a
+dispatch mode that only watches.  The placement check turns the log, the
+output's device and a module's attributes into one verdict.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.weak import WeakIdKeyDictionary
+
+aten = torch.ops.aten
+
+# Ops that move data between devices by design; every other op must not mix devices.
+TRANSFER_OPS = frozenset({aten._to_copy.default, aten.copy_.default, aten._copy_from.default,
+                          aten._copy_from_and_resize.default})
+SCALAR_READS = frozenset({aten._local_scalar_dense.default})
+MIXED_DEVICE_MESSAGE = "Expected all tensors to be on the same device"
+
+_SKIPPED_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, sys.modules["conformance"]))
+
+
+def library_frame(skip: int = 1) -> str:
+    """file:line in function of the innermost caller outside torch and this harness."""
+    frame = sys._getframe(skip)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_SKIPPED_DIRS) and "contextlib" not in filename:
+            return f"{filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+        frame = frame.f_back
+    return "an unknown frame"
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One copy between the host and a device inside the op call."""
+
+    direction: str  # "to_host" or "to_device"
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    where: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"direction": self.direction, "op": self.op, "shape": list(self.shape), "dtype": self.dtype,
+                "nbytes": self.nbytes, "where": self.where}
+
+    def describe(self) -> str:
+        arrow = "device -> host" if self.direction == "to_host" else "host -> device"
+        return f"{arrow} copy of {list(self.shape)} {self.dtype} ({self.nbytes} bytes) at {self.where}"
+
+
+@dataclass
+class PlacementLog:
+    """What one call did across devices.
+
+    watched: id(tensor) -> name, for module tensors left off the target; any op that
+             touches one records it in `used`.
+    origins: cpu tensors made during the call -> where (filled on virtual targets only,
+             to name the culprit of a device-mixing error).
+    """
+
+    device: torch.device
+    watched: dict[int, str] = field(default_factory=dict)
+    transfers: list[Transfer] = field(default_factory=list)
+    scalar_reads: int = 0
+    used: dict[str, str] = field(default_factory=dict)
+    origins: WeakIdKeyDictionary = field(default_factory=WeakIdKeyDictionary)
+
+    def note(self, func, args: tuple, kwargs: dict, device_of) -> None:
+        """Record what an op call moves or touches; `device_of` gives a tensor's (possibly virtual) device."""
+        if self.watched:
+            for leaf in tree_leaves((args, kwargs)):
+                name = self.watched.get(id(leaf)) if isinstance(leaf, torch.Tensor) else None
+                if name is not None and name not in self.used:
+                    self.used[name] = f"{func} at {library_frame(2)}"
+        if func in SCALAR_READS:
+            self.scalar_reads += 1
+            return
+        if func not in TRANSFER_OPS or not args or not isinstance(args[0], torch.Tensor):
+            return
+        if func is aten._to_copy.default:
+            source = args[0]
+            destination = kwargs.get("device") or device_of(source)
+        elif func is aten._copy_from.default or func is aten._copy_from_and_resize.default:
+            source, destination = args[0], device_of(args[1])
+        else:  # copy_(self, src)
+            source, destination = args[1], device_of(args[0])
+        if not isinstance(source, torch.Tensor):
+            return
+        start, end = device_of(source).type, torch.device(destination).type
+        if start == end:
+            return
+        self.transfers.append(Transfer(
+            "to_host" if end == "cpu" else "to_device", str(func), tuple(source.shape),
+            str(source.dtype).removeprefix("torch."), source.numel() * source.element_size(), library_frame(2)))
+
+    def bulk_transfers(self, smallest_image_plane: int) -> list[Transfer]:
+        """Transfers at least as large as an image plane: the op moved image data, not a parameter."""
+        threshold = max(16, smallest_image_plane)
+        return [t for t in self.transfers if t.nbytes // max(1, _itemsize(t.dtype)) >= threshold]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"transfers": [t.to_dict() for t in self.transfers], "scalar_reads": self.scalar_reads,
+                "used_off_target": dict(self.used)}
+
+
+def _itemsize(dtype: str) -> int:
+    return getattr(torch, dtype).itemsize if hasattr(torch, dtype) else 1
+
+
+class ObserverMode(TorchDispatchMode):
+    """On a real accelerator: log transfers and watched tensors, change nothing."""
+
+    def __init__(self, log: PlacementLog) -> None:
+        super().__init__()
+        self.log = log
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        self.log.note(func, args, kwargs, lambda t: t.device)
+        return func(*args, **kwargs)
+
+
+def is_device_mix_error(message: str) -> bool:
+    return MIXED_DEVICE_MESSAGE in message
+
+
+# -- modules -------------------------------------------------------------------------------
+def module_tensors(module: torch.nn.Module) -> list[tuple[str, str, torch.Tensor]]:
+    """(name, kind, tensor) for every parameter, buffer and plain tensor attribute, all submodules.
+
+    Plain attributes include tensors in a list, tuple or dict held directly by a module;
+    `Module.to()` moves parameters and buffers only.
+    """
+    found: list[tuple[str, str, torch.Tensor]] = []
+    root = type(module).__name__
+    for prefix, sub in module.named_modules():
+        owner = f"{root}.{prefix}" if prefix else root
+        found += [(f"{owner}.{n}", "parameter", p) for n, p in sub._parameters.items() if p is not None]
+        found += [(f"{owner}.{n}", "buffer", b) for n, b in sub._buffers.items() if b is not None]
+        for name, value in vars(sub).items():
+            if name.startswith("_") and name in ("_parameters", "_buffers", "_modules"):
+                continue
+            items = (value.items() if isinstance(value, dict) else enumerate(value)
+                     if isinstance(value, (list, tuple)) else [(None, value)])
+            for key, item in items:
+                if isinstance(item, torch.Tensor):
+                    label = f"{owner}.{name}" + ("" if key is None else f"[{key!r}]")
+                    found.append((label, "plain tensor attribute", item))
+    return found
+
+
+def left_behind(module: torch.nn.Module, device: torch.device) -> tuple[list[str], dict[int, str]]:
+    """After `module.to(device)`: problems with parameters/buffers, and plain attributes to watch."""
+    problems, watch = [], {}
+    for name, kind, tensor in module_tensors(module):
+        if tensor.device == device:
+            continue
+        if kind == "plain tensor attribute":
+            watch[id(tensor)] = (f"{name} (a plain tensor attribute on {tensor.device}: Module.to() does not "
+                                 f"move it; register it with register_buffer)")
+        else:
+            problems.append(f"{kind} {name} is on {tensor.device} after .to({device})")
+    return problems, watch

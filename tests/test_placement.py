@@ -1,0 +1,106 @@
+"""Placement bugs are caught on vcuda:1 with a message naming the cause; correct versions pass."""
+import pytest
+
+from conformance.checks import Baselines, check_case
+from conformance.recipes import Case, Recipe
+from conformance.spec import ModuleOp
+from conformance.targets import CPU, virtual_targets
+from planted_placement import (BufferGain, PlainAttributeGain, StaleDeviceGain, gain_via_host, gain_with_device,
+                               gain_without_device, make_gain_spec, random_gain_spec)
+
+VCUDA1 = virtual_targets(2)[1]
+CASE = Case("planted", Recipe(height=6, width=7, channels=3, batch=(2,), dtype="float32", seed=3), {})
+
+
+def outcomes(spec, target=VCUDA1, case=CASE):
+    result = check_case(spec, case, target, Baselines(), "gain")
+    return {o.check: o for o in result.outcomes}
+
+
+def module_spec(cls):
+    return make_gain_spec("planted", module=ModuleOp(build=lambda params: cls()))
+
+
+@pytest.mark.parametrize("spec", [make_gain_spec("planted", call=gain_with_device), module_spec(BufferGain),
+                                  random_gain_spec(replay=True)], ids=["function", "buffer", "random-replayed"])
+@pytest.mark.parametrize("target", [CPU, VCUDA1], ids=["cpu", "vcuda:1"])
+def test_correct_versions_pass_every_check(spec, target):
+    found = outcomes(spec, target)
+    assert all(o.passed for o in found.values()), {k: o.message for k, o in found.items()}
+    expected = {"placement", "invariants", "reference"} | ({"cross_device"} if target.is_accelerator else set())
+    assert set(found) == expected
+
+
+def test_a_helper_that_builds_a_tensor_without_device_is_a_placement_failure_naming_where():
+    found = outcomes(make_gain_spec("planted", call=gain_without_device))
+    assert set(found) == {"placement"}  # not an "error": the op mixed devices
+    message = found["placement"].message
+    assert "Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu!" in message
+    assert "(in aten.mul.Tensor at " in message and "planted_placement.py" in message and "in gain_without_device" in message
+    assert "was created at " in message and "in _gains without device=" in message
+    assert all(o.passed for o in outcomes(make_gain_spec("planted", call=gain_without_device), CPU).values())
+
+
+def test_a_plain_tensor_attribute_left_on_the_cpu_is_named():
+    found = outcomes(module_spec(PlainAttributeGain))
+    message = found["placement"].message
+    assert not found["placement"].passed
+    assert "PlainAttributeGain.gains (a plain tensor attribute on cpu: Module.to() does not move it" in message
+
+
+def test_a_table_stuck_on_cuda0_after_to_cuda1_is_named():
+    message = outcomes(module_spec(StaleDeviceGain))["placement"].message
+    assert "found at least two devices, cuda:0 and cuda:1!" in message
+    assert "StaleDeviceGain.gains (a plain tensor attribute on cuda:0" in message
+    # on vcuda:0 the same module happens to work: only a non-default index shows the bug
+    assert all(o.passed for o in outcomes(module_spec(StaleDeviceGain), virtual_targets(2)[0]).values())
+
+
+def test_an_image_round_trip_through_the_host_is_a_placement_failure_even_with_right_values():
+    found = outcomes(make_gain_spec("planted", call=gain_via_host))
+    placement = found["placement"]
+    assert found["reference"].passed and found["cross_device"].passed
+    assert not placement.passed
+    assert "implicit device -> host copy of [2, 3, 6, 7] float32 (1008 bytes)" in placement.message
+    assert "implicit host -> device copy of [2, 3, 6, 7] float32" in placement.message
+    assert "in gain_via_host" in placement.message
+    directions = [t["direction"] for t in placement.details["transfers"]]
+    assert directions == ["to_host", "to_device"]
+
+
+def test_small_parameter_copies_are_logged_but_not_failures():
+    found = outcomes(make_gain_spec("planted", call=lambda image, params: image * _host_gains_to_device(image)))
+    assert found["placement"].passed
+    assert [t["shape"] for t in found["placement"].details["transfers"]] == [[3, 1, 1]]
+
+
+def _host_gains_to_device(image):
+    from planted_placement import _gains
+    return _gains(3).to(image.device)
+
+
+def test_an_unmoved_module_is_recorded_as_working_or_raising_a_clear_device_error():
+    assert outcomes(module_spec(BufferGain))["placement"].details["unmoved_module"].startswith(
+        "raises a device error: DeviceMixError: Expected all tensors to be on the same device")
+
+    class MovesItsTable(BufferGain):
+        def forward(self, image):
+            return image * self.gains.to(image.device)
+
+    assert outcomes(module_spec(MovesItsTable))["placement"].details["unmoved_module"] == "works"
+
+    class UnclearError(BufferGain):
+        def forward(self, image):
+            if self.gains.device != image.device:
+                raise ValueError("bad input")
+            return image * self.gains
+
+    placement = outcomes(module_spec(UnclearError))["placement"]
+    assert not placement.passed and "raises an unclear error: ValueError: bad input" in placement.message
+
+
+def test_random_augmentations_replay_one_draw_on_every_target():
+    replayed = outcomes(random_gain_spec(replay=True))
+    assert replayed["cross_device"].passed and replayed["cross_device"].metrics.max_abs == 0
+    redrawn = outcomes(random_gain_spec(replay=False))
+    assert not redrawn["cross_device"].passed  # each call drew its own gain: nothing to compare
