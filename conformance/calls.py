@@ -97,7 +97,7 @@ def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampl
             else:
                 output = spec.call(tensor, dict(case.params))
             target.synchronize()
-        run.output = output
+        run.output = spec.read_output(output) if spec.read_output is not None else output
     except NotEmulatable as exc:
         run.not_emulatable = str(exc)
     except Exception as exc:  # noqa: BLE001 - any op failure is an outcome
@@ -121,6 +121,7 @@ def unmoved_module_behaviour(spec: OpSpec, tensor: torch.Tensor, case: Case, tar
         clear = run.mixed_devices or "device" in run.error.lower()
         return f"raises {'a device error' if clear else 'an unclear error'}: {run.error}", clear
     device = getattr(run.output, "device", None)
-    if isinstance(run.output, torch.Tensor) and device != tensor.device:
-        return f"works but returns its output on {device}, not {tensor.device}", False
+    expected = torch.device("cpu") if spec.host_output else tensor.device
+    if isinstance(run.output, torch.Tensor) and device != expected:
+        return f"works but returns its output on {device}, not {expected}", False
     return "works", True

@@ -20,7 +20,7 @@ import torch
 
 from conformance.calls import OpRun, run_op, sample_params, unmoved_module_behaviour
 from conformance.compare import Metrics, Tolerance, measure
-from conformance.recipes import Case, materialize, to_float64
+from conformance.recipes import DTYPES, Case, materialize, to_float64
 from conformance.spec import OpSpec, Sampled
 from conformance.targets import CPU, Target
 
@@ -134,8 +134,9 @@ def memory_formats(tensor: torch.Tensor) -> set[str]:
 
 
 def check_invariants(tensor_in: torch.Tensor, before: np.ndarray, output: Any, expected: np.ndarray,
-                     expected_dtype: torch.dtype) -> CheckOutcome:
-    """Dtype, shape, memory format kept; input not mutated."""
+                     expected_dtype: torch.dtype, keep_format: bool = True) -> CheckOutcome:
+    """Dtype, shape, memory format kept (unless the output was read from another kind of object);
+    input not mutated."""
     problems = []
     if not isinstance(output, torch.Tensor):
         return CheckOutcome("invariants", False, f"returned {type(output).__name__}, expected a torch.Tensor")
@@ -144,7 +145,7 @@ def check_invariants(tensor_in: torch.Tensor, before: np.ndarray, output: Any, e
     if tuple(output.shape) != expected.shape:
         problems.append(f"shape: returned {tuple(output.shape)}, expected {expected.shape}")
     kept = memory_formats(tensor_in)  # a strided (non-dense) input has no format to keep
-    if kept and not kept & memory_formats(output):
+    if kept and keep_format and not kept & memory_formats(output):
         problems.append(f"memory format: input is {' or '.join(sorted(kept))}, "
                         f"output strides {tuple(output.stride())} are not")
     after = to_float64(tensor_in)
@@ -182,13 +183,15 @@ def check_placement(spec: OpSpec, case: Case, target: Target, tensor_in: torch.T
     problems = list(run.module_problems)
     details: dict[str, Any] = {}
     device = getattr(run.output, "device", None)
-    if isinstance(run.output, torch.Tensor) and device != tensor_in.device:
-        problems.append(f"output on {device}, input on {tensor_in.device}")
+    expected = torch.device("cpu") if spec.host_output else tensor_in.device
+    if isinstance(run.output, torch.Tensor) and device != expected:
+        problems.append(f"output on {device}, input on {tensor_in.device}"
+                        + (" (this op's output belongs on the host)" if spec.host_output else ""))
     if run.log is not None:
         details.update(run.log.to_dict())
         problems += [f"uses {name} ({use})" for name, use in run.log.used.items()]
         planes = [p for p in (_image_plane(tensor_in), _image_plane(run.output)) if p is not None]
-        if not spec.host_transfers and planes:
+        if not (spec.host_transfers or spec.host_output) and planes:
             problems += [f"implicit {t.describe()}: an image-sized copy inside the call (declare "
                          f"host_transfers on the spec if the op needs it)" for t in run.log.bulk_transfers(min(planes))]
     if spec.module is not None and target.is_accelerator:
@@ -199,14 +202,57 @@ def check_placement(spec: OpSpec, case: Case, target: Target, tensor_in: torch.T
     return CheckOutcome("placement", not problems, "; ".join(problems), details=details or None)
 
 
+def check_expected_error(spec: OpSpec, case: Case, target: Target, baselines: Baselines, run: OpRun,
+                         host_input: torch.Tensor, mode: str) -> CheckOutcome:
+    """An invalid input must raise, and on every target the exception class the cpu raises."""
+    invalid = spec.error_modes[mode]
+    if run.error is None:
+        return CheckOutcome("error", False, f"returned a result for an invalid input ({invalid}); expected an exception")
+    raised = run.error.split(":", 1)[0]
+    details = {"raised": raised}
+    if target.is_accelerator:
+        cpu = baselines.cpu(spec, case, host_input)
+        on_cpu = cpu.error.split(":", 1)[0] if cpu.error is not None else None
+        details["cpu_raised"] = on_cpu
+        if on_cpu != raised:
+            what = f"raised {on_cpu}" if on_cpu else "returned a result"
+            return CheckOutcome("error", False, f"raised {raised} on {target.name} but the cpu {what} for an invalid "
+                                f"input ({invalid}): {run.error}", traceback=run.error_text, details=details)
+    return CheckOutcome("error", True, f"raises {run.error}", details=details)
+
+
+# dB: an rms error of 1% of the range (2.5 levels of 255). A lossy op that close to its input counts as
+# faithful, so a reference that happens to be lossless (a constant image) does not set an impossible bar.
+PSNR_CEILING = 40.0
+
+
+def psnr(actual: np.ndarray, expected: np.ndarray, peak: float) -> float:
+    """PSNR in dB, capped at PSNR_CEILING."""
+    mse = float(np.mean((actual - expected) ** 2)) if actual.size else 0.0
+    return PSNR_CEILING if mse == 0 else min(PSNR_CEILING, 10 * np.log10(peak**2 / mse))
+
+
+def check_fidelity(fidelity: tuple[float, str], output64: np.ndarray, expected: np.ndarray, input64: np.ndarray,
+                   dtype: str) -> CheckOutcome:
+    """A lossy op may lose at most `margin` dB more than the reference does, both against the input."""
+    margin, reason = fidelity
+    if output64.shape != input64.shape:
+        return CheckOutcome("fidelity", False, f"output shape {output64.shape} differs from the input's {input64.shape}")
+    peak = data_range(dtype)
+    ours, theirs = psnr(output64, input64, peak), psnr(expected, input64, peak)
+    details = {"psnr_vs_input": ours, "reference_psnr_vs_input": theirs, "margin_db": margin}
+    if ours >= theirs - margin:
+        return CheckOutcome("fidelity", True, details=details)
+    return CheckOutcome("fidelity", False, f"PSNR against the input {ours:.2f} dB, the reference's {theirs:.2f} dB: "
+                        f"more than {margin:g} dB worse ({reason})", details=details)
+
+
 def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, mode: str) -> CaseResult:
     """Run one case on one target through every standard check."""
-    dtype = case.recipe.dtype
     host_input = materialize(case.recipe)
     input64 = to_float64(host_input)
+    arrays = {"input": input64}
     sampled = baselines.sampled(spec, case, host_input)
-    expected = expected_output(baselines.reference(spec, case, input64, sampled), dtype)
-    arrays = {"input": input64, "reference": expected}
 
     # The op gets its own tensor: on the cpu the host copy (input64 already holds its values),
     # elsewhere one made on the target so that its layout survives the transfer; the host
@@ -215,19 +261,31 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
     run = run_op(spec, tensor_in, case, target, sampled)
     if run.not_emulatable is not None:
         return CaseResult([], arrays, not_emulatable=run.not_emulatable)
+    if run.mixed_devices:
+        details = run.log.to_dict() if run.log is not None else None
+        return CaseResult([CheckOutcome("placement", False, run.error, traceback=run.error_text, details=details)],
+                          arrays)
+    if mode in spec.error_modes:
+        return CaseResult([check_expected_error(spec, case, target, baselines, run, host_input, mode)], arrays)
     if run.error is not None:
-        check = "placement" if run.mixed_devices else "error"
-        details = run.log.to_dict() if run.log is not None and run.mixed_devices else None
-        return CaseResult([CheckOutcome(check, False, run.error, traceback=run.error_text, details=details)], arrays)
+        return CaseResult([CheckOutcome("error", False, run.error, traceback=run.error_text)], arrays)
 
+    dtype = spec.output_dtype_of(case)
+    expected = expected_output(baselines.reference(spec, case, input64, sampled), dtype)
+    arrays["reference"] = expected
     outcomes = [check_placement(spec, case, target, tensor_in, run, sampled),
-                check_invariants(tensor_in, input64, run.output, expected, case.recipe.torch_dtype)]
+                check_invariants(tensor_in, input64, run.output, expected, DTYPES[dtype],
+                                 keep_format=spec.keeps_memory_format and spec.read_output is None
+                                 and not spec.host_output)]
     if not isinstance(run.output, torch.Tensor):
         return CaseResult(outcomes, arrays)
     output64 = to_float64(run.output)
     arrays["output"] = output64
-    tol = spec.tolerance("reference", dtype, mode, target.name)
+    item_dtype = case.recipe.dtype  # tolerances are keyed by the test item's dtype
+    tol = spec.tolerance("reference", item_dtype, mode, target.name)
     outcomes.append(compare_check("reference", output64, expected, tol, dtype, "reference"))
+    if spec.fidelity is not None:
+        outcomes.append(check_fidelity(spec.fidelity, output64, expected, input64, dtype))
 
     if target.is_accelerator:
         cpu_run = baselines.cpu(spec, case, host_input)
@@ -236,7 +294,7 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
                                          f"{target.name} returned a result", traceback=cpu_run.error_text))
         else:
             arrays["cpu"] = cpu_run.output
-            tol = spec.tolerance("cross_device", dtype, mode, target.name)
+            tol = spec.tolerance("cross_device", item_dtype, mode, target.name)
             outcomes.append(compare_check("cross_device", output64, cpu_run.output, tol, dtype, "cpu"))
     else:
         baselines.remember_cpu(spec, case, OpRun(output=output64))

@@ -164,7 +164,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if spec is None:
         return
     run = metafunc.config.stash[RUN_KEY]
+    unmet = spec.unmet_requirement()
+
     def marks(target: str) -> list[pytest.MarkDecorator]:
+        if unmet:
+            return [pytest.mark.skip(reason=unmet)]
         if run.targets[target].virtual and spec.needs_real_device:
             return [pytest.mark.skip(reason=f"not emulatable on a virtual device: {spec.needs_real_device}")]
         return []
@@ -241,7 +245,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     totals = ", ".join(f"{count} {verdict.replace('_', ' ')}" for verdict, count in summary["totals"].items())
     terminalreporter.write_line(f"outcomes: {totals}")
     for issue_id in summary["unused_known_issues"]:
-        terminalreporter.write_line(f"note: known issue {issue_id!r} applied to no selected test item")
+        terminalreporter.write_line(f"warning: known issue {issue_id!r} applied to no selected test item")
+    for issue_id in summary.get("unreproduced_known_issues", []):
+        terminalreporter.write_line(f"warning: known issue {issue_id!r} matched no failure in this run "
+                                    f"(fixed, or out of this run's draws?)")
     if summary["torn_lines"]:
         terminalreporter.write_line(f"warning: {summary['torn_lines']} torn record line(s) skipped")
     terminalreporter.write_line(f"results: {summary_path}")

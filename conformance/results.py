@@ -111,7 +111,10 @@ def summarize(records: list[dict[str, Any]], environment: dict[str, Any] | None,
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     loaded: dict[str, dict[str, Any]] = {}
     used: set[str] = set()
+    reproduced: set[str] = set()
     for record in records:
+        if record.get("known_issue"):
+            reproduced.add(record["known_issue"]["id"])
         if record.get("kind") == "item":
             loaded.update(record.get("known_issues_loaded", {}))
             used.update(record.get("known_issues_applied", []))
@@ -146,6 +149,7 @@ def summarize(records: list[dict[str, Any]], environment: dict[str, Any] | None,
         "totals": dict(sorted(totals.items())),
         "groups": rows,
         "unused_known_issues": sorted(set(loaded) - used),
+        "unreproduced_known_issues": sorted(used - reproduced),
     }
 
 

@@ -7,7 +7,7 @@ recipe and the op parameters) inside each item.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,24 @@ Sampled = dict[str, Any]
 
 def _call_module(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any], sampled: Sampled | None):
     return module(image) if sampled is None else module(image, params=sampled)
+
+
+def _exists(dotted: str) -> bool:
+    """Whether a dotted name (module, then attributes) can be reached."""
+    import importlib
+
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            found: Any = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attribute in parts[split:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +72,7 @@ def _default_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
 
 @st.composite
 def _cases(draw: st.DrawFn, spec: "OpSpec", dtype: str, mode: str) -> Case:
-    recipe = draw(spec.recipes(dtype))
+    recipe = draw(spec.recipes_for(dtype, mode))
     return Case(spec.name, recipe, draw(spec.params(recipe, mode)))
 
 
@@ -77,6 +95,22 @@ class OpSpec:
                  PIL image); when empty, such a copy inside the call fails the placement check.
     needs_real_device: why the op cannot run on a virtual device (e.g. an nvjpeg-only kernel);
                  its virtual-target items are skipped as "not emulatable".
+    mode_recipes: (dtype, mode) -> recipes, instead of `recipes`, when a mode fixes part of the
+                 input (e.g. PIL mode "LA" needs 2 channels).
+    error_modes: mode -> what makes its inputs invalid; in these modes the op must raise, on
+                 every target the same exception class as on the cpu (recorded either way).
+    output_dtype: case -> dtype name of the output, when it differs from the input's.
+    read_output: turns a non-tensor output (e.g. a PIL image) into a (..., C, H, W) tensor.
+    host_output: why the output lives on the host whatever the target (e.g. a PIL image);
+                 then the output is expected on the cpu and image-sized copies are allowed.
+    fidelity:    for lossy ops, (margin in dB, reason): the output's PSNR against the input may be at
+                 most this much below the reference's, both capped at 40 dB (a "fidelity" check).
+    keeps_memory_format: False when the library does not promise to keep channels-last/contiguous
+                 layouts (kornia returns contiguous outputs); the invariants check then skips it.
+    requires:    package -> version specifier (e.g. {"kornia": ">=0.7.2"}); items are skipped,
+                 naming the installed version, when it does not match.
+    needs:       dotted names the op uses (e.g. "kornia.augmentation.RandomJPEG"); items are
+                 skipped, naming the installed version, when one is missing.
     """
 
     name: str
@@ -93,6 +127,44 @@ class OpSpec:
     features: Callable[[Case], dict[str, Any]] | None = None
     host_transfers: str = ""
     needs_real_device: str = ""
+    mode_recipes: Callable[[str, str], st.SearchStrategy[Recipe]] | None = None
+    error_modes: Mapping[str, str] = field(default_factory=dict)
+    output_dtype: Callable[[Case], str] | None = None
+    read_output: Callable[[Any], torch.Tensor] | None = None
+    host_output: str = ""
+    keeps_memory_format: bool = True
+    fidelity: tuple[float, str] | None = None
+    requires: Mapping[str, str] = field(default_factory=dict)
+    needs: Sequence[str] = ()
+
+    def unmet_requirement(self) -> str | None:
+        """Why this op cannot be tested with the installed packages, or None."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        from packaging.specifiers import SpecifierSet
+
+        for package, wanted in self.requires.items():
+            try:
+                installed = version(package)
+            except PackageNotFoundError:
+                return f"{self.name} needs {package}{wanted}, which is not installed"
+            if not SpecifierSet(wanted).contains(installed.split("+")[0], prereleases=True):
+                return f"{self.name} needs {package}{wanted}; installed {package} {installed}"
+        for dotted in self.needs:
+            if not _exists(dotted):
+                package = dotted.split(".")[0]
+                try:
+                    installed = f"{package} {version(package)}"
+                except PackageNotFoundError:
+                    installed = f"no {package}"
+                return f"{self.name} needs {dotted}, which {installed} does not have"
+        return None
+
+    def output_dtype_of(self, case: Case) -> str:
+        return self.output_dtype(case) if self.output_dtype is not None else case.recipe.dtype
+
+    def recipes_for(self, dtype: str, mode: str) -> st.SearchStrategy[Recipe]:
+        return self.mode_recipes(dtype, mode) if self.mode_recipes is not None else self.recipes(dtype)
 
     def case_features(self, case: Case) -> dict[str, Any]:
         """Named facts about a case that known issues can scope to (`where = {...}`)."""

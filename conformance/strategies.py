@@ -29,6 +29,7 @@ def image_recipes(
     channels: Sequence[int] = (3, 1, 4),
     max_side: int = 300,
     max_batch_dims: int = 2,
+    min_batch_dims: int = 0,
     max_batch: int = 3,
     layouts: Sequence[str] = LAYOUTS,
     contents: Sequence[str] | None = None,
@@ -36,7 +37,7 @@ def image_recipes(
     """Recipes for one dtype; float dtypes may also get out-of-range content."""
     if contents is None:
         contents = [c for c in CONTENTS if c != "out_of_range" or dtype in FLOAT_DTYPES]
-    batch = draw(st.lists(st.integers(1, max_batch), max_size=max_batch_dims).map(tuple))
+    batch = draw(st.lists(st.integers(1, max_batch), min_size=min_batch_dims, max_size=max_batch_dims).map(tuple))
     return Recipe(
         height=draw(sides(max_side)),
         width=draw(sides(max_side)),

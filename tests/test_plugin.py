@@ -108,7 +108,8 @@ reason = "matches nothing"
     out = result.stdout.str()
     assert "unexpected pass: known issue stale (https://example.org/stale) did not reproduce" in out
     assert "delete the entry" in out
-    assert "note: known issue 'elsewhere' applied to no selected test item" in out
+    assert "warning: known issue 'elsewhere' applied to no selected test item" in out
+    assert "warning: known issue 'stale' matched no failure in this run" in out
     data = summary(project)
     shifted = [g for g in data["groups"] if g["op"] == "shifted" and g["check"] == "reference"]
     assert all(g["verdict"] == "known_issue" and g["known_issues"] == ["shift"] for g in shifted)
@@ -200,3 +201,16 @@ def test_virtual_targets_can_be_turned_off_or_multiplied(project):
     assert "vcuda" not in result.stdout.str()
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--virtual-devices=3")
     assert "test_good[vcuda:2-uint8-bilinear]" in result.stdout.str()
+
+
+def test_an_op_needing_a_newer_library_is_skipped_naming_the_installed_version(project):
+    project.makepyfile(test_cases="""
+import dataclasses
+from planted_ops import *
+test_future = dataclasses.replace(make_spec("future", good_resize), requires={"torchvision": ">=99"}).test()
+""")
+    result = run(project, "-rs")
+    result.assert_outcomes(skipped=2)
+    assert "future needs torchvision>=99; installed torchvision 0." in result.stdout.str()
+    groups = summary(project)["groups"]
+    assert {g["verdict"] for g in groups} == {"skipped"}

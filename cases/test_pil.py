@@ -1,0 +1,146 @@
+"""Tensor <-> PIL conversion, and `to_dtype(..., scale=True)`.
+
+Tensor -> PIL (v2 `to_pil_image` and `ToPILImage`, v1 `to_pil_image`) on every target: an
+accelerator tensor must convert exactly like its CPU copy.  Reference: the documented
+meaning, float in [0, 1] scaled to 0..255, rounded half up and saturated as
+`torchvision.utils.save_image` does it; uint8 and mode "F" pass through unchanged.
+PIL -> tensor (`pil_to_tensor`, `ToImage`, v1 `to_tensor`) as round trips, which must be exact.
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+import torchvision.transforms.functional as F_v1
+import torchvision.transforms.v2 as T_v2
+import torchvision.transforms.v2.functional as F_v2
+from hypothesis import strategies as st
+
+from conformance import ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
+from conformance.recipes import CONTENTS, Case
+
+PIL_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "F": 1}
+UINT8_MODES = ("L", "LA", "RGB", "RGBA")
+HOST = "a PIL image lives in host memory"
+
+
+def pil_recipes(dtype: str, mode: str, contents: tuple[str, ...] | None = None) -> st.SearchStrategy[Recipe]:
+    """One image (PIL has no batch), with the channel count the PIL mode needs."""
+    return image_recipes(dtype, channels=(PIL_CHANNELS[mode],), max_batch_dims=0, max_side=64, contents=contents)
+
+
+def no_params(recipe: Recipe, mode: str) -> st.SearchStrategy[dict[str, Any]]:
+    return st.just({"mode": mode})
+
+
+def pil_as_tensor(image: Any) -> torch.Tensor:
+    """A PIL image as a C x H x W tensor, read with numpy (independent of torchvision)."""
+    array = np.asarray(image)
+    array = array[..., None] if array.ndim == 2 else array
+    return torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1)))
+
+
+def saved_like_save_image(image: np.ndarray) -> np.ndarray:
+    """float in [0, 1] -> 0..255: x * 255 + 0.5, saturated, truncated (round half up)."""
+    return np.floor(np.clip(image * 255 + 0.5, 0, 255))
+
+
+def to_pil_reference(image: np.ndarray, case: Case) -> np.ndarray:
+    if case.params["mode"] == "F" or case.recipe.dtype == "uint8":
+        return image
+    return saved_like_save_image(image)
+
+
+def pil_output_dtype(case: Case) -> str:
+    return "float32" if case.params["mode"] == "F" else "uint8"
+
+
+EXACT = [Rule(Tolerance("exact", reason="a conversion: each output value is determined; any difference is a "
+                                         "rounding, saturation or channel-order difference"))]
+TO_PIL_VARIANTS = [(d, m) for d in ("uint8", "float32") for m in UINT8_MODES] + [("float32", "F")]
+
+
+def _to_pil_spec(name: str, description: str, **how: Any) -> OpSpec:
+    return OpSpec(
+        name=name, description=description, reference=to_pil_reference, dtypes=("uint8", "float32"),
+        modes=tuple(PIL_CHANNELS), variants=TO_PIL_VARIANTS, params=no_params, tolerances=EXACT,
+        mode_recipes=pil_recipes, output_dtype=pil_output_dtype, read_output=pil_as_tensor, host_output=HOST, **how)
+
+
+TO_PIL_V2 = _to_pil_spec("to_pil_image_v2", "torchvision.transforms.v2.functional.to_pil_image",
+                         call=lambda image, params: F_v2.to_pil_image(image, mode=params["mode"]))
+TO_PIL_V2_MODULE = _to_pil_spec("to_pil_image_v2_module", "torchvision.transforms.v2.ToPILImage",
+                                module=ModuleOp(build=lambda params: T_v2.ToPILImage(mode=params["mode"])))
+TO_PIL_V1 = _to_pil_spec("to_pil_image_v1", "torchvision.transforms.functional.to_pil_image (v1)",
+                         call=lambda image, params: F_v1.to_pil_image(image, mode=params["mode"]))
+
+
+# -- PIL -> tensor, as round trips from the tensor on the target ---------------------------------
+def identity(image: np.ndarray, case: Case) -> np.ndarray:
+    return image
+
+
+def divided_by_255(image: np.ndarray, case: Case) -> np.ndarray:
+    return image if case.params["mode"] == "F" else image / 255
+
+
+def _round_trip_spec(name: str, description: str, from_pil, reference=identity, tolerances=EXACT,
+                     output_dtype=None) -> OpSpec:
+    def call(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+        return from_pil(F_v2.to_pil_image(image, mode=params["mode"]))
+
+    return OpSpec(
+        name=name, description=f"{description}(to_pil_image(x)): a uint8 or 'F' round trip", call=call,
+        reference=reference, dtypes=("uint8", "float32"), modes=tuple(PIL_CHANNELS),
+        variants=[("uint8", m) for m in UINT8_MODES] + [("float32", "F")], params=no_params,
+        tolerances=tolerances, mode_recipes=pil_recipes, output_dtype=output_dtype, host_output=HOST)
+
+
+PIL_TO_TENSOR_V2 = _round_trip_spec("pil_to_tensor_v2", "torchvision.transforms.v2.functional.pil_to_tensor",
+                                    F_v2.pil_to_tensor)
+TO_IMAGE_V2 = _round_trip_spec("to_image_v2", "torchvision.transforms.v2.functional.to_image",
+                               lambda pil: F_v2.to_image(pil).as_subclass(torch.Tensor))
+PIL_TO_TENSOR_V1 = _round_trip_spec("pil_to_tensor_v1", "torchvision.transforms.functional.pil_to_tensor",
+                                    F_v1.pil_to_tensor)
+TO_TENSOR_V1 = _round_trip_spec(
+    "to_tensor_v1", "torchvision.transforms.functional.to_tensor", F_v1.to_tensor, reference=divided_by_255,
+    output_dtype=lambda case: "float32",
+    tolerances=[Rule(Tolerance("float32-division", atol=1.2e-7, rtol=0,
+                               reason="k / 255 computed in float32: within one ulp (1.2e-7 at 1.0) of the exact "
+                                      "value; measured max 3.0e-8 over 300 cases per mode"))])
+
+
+# -- to_dtype(..., scale=True), on every target ----------------------------------------------------
+def to_dtype_reference(image: np.ndarray, case: Case) -> np.ndarray:
+    return image / 255 if case.recipe.dtype == "uint8" else saved_like_save_image(image)
+
+
+TO_DTYPE_V2 = OpSpec(
+    name="to_dtype_v2", description="torchvision.transforms.v2.functional.to_dtype(..., scale=True)",
+    call=lambda image, params: F_v2.to_dtype(image, torch.float32 if image.dtype == torch.uint8 else torch.uint8,
+                                             scale=True),
+    reference=to_dtype_reference, dtypes=("uint8", "float32"), modes=("scale",),
+    params=lambda recipe, mode: st.just({}),
+    # to_dtype documents inputs in [0, 1]: out-of-range floats are not drawn for it.
+    recipes=partial(image_recipes, max_side=64, contents=[c for c in CONTENTS if c != "out_of_range"]),
+    output_dtype=lambda case: "float32" if case.recipe.dtype == "uint8" else "uint8",
+    tolerances=[
+        Rule(Tolerance("uint8-equal-bins", atol=1,
+                       reason="float -> uint8 maps [0, 1] onto 256 equal bins (x * 255.999, truncated), which is "
+                              "at most one level from rounding x * 255; measured max 1"), dtype="float32"),
+        Rule(Tolerance("float32-division", atol=1.2e-7, rtol=0,
+                       reason="k * (1/255) in float32: within one ulp of k / 255; measured max 7.4e-8"),
+             dtype="uint8"),
+    ],
+)
+
+test_to_pil_image_v2 = TO_PIL_V2.test()
+test_to_pil_image_v2_module = TO_PIL_V2_MODULE.test()
+test_to_pil_image_v1 = TO_PIL_V1.test()
+test_pil_to_tensor_v2 = PIL_TO_TENSOR_V2.test()
+test_to_image_v2 = TO_IMAGE_V2.test()
+test_pil_to_tensor_v1 = PIL_TO_TENSOR_V1.test()
+test_to_tensor_v1 = TO_TENSOR_V1.test()
+test_to_dtype_v2 = TO_DTYPE_V2.test()
