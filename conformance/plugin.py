@@ -222,6 +222,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     write_summary(run.run_dir, complete=not interrupted)
+    try:
+        from conformance.report import build_report
+
+        run.report_path = build_report(run.run_dir)
+    except Exception as exc:  # noqa: BLE001 - the report must never turn a run's verdict into a crash
+        run.report_error = f"{type(exc).__name__}: {exc}"
     latest = run.run_dir.parent / "latest"
     try:
         if latest.is_symlink() or not latest.exists():
@@ -252,3 +258,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if summary["torn_lines"]:
         terminalreporter.write_line(f"warning: {summary['torn_lines']} torn record line(s) skipped")
     terminalreporter.write_line(f"results: {summary_path}")
+    if getattr(run, "report_path", None):
+        terminalreporter.write_line(f"report: {run.report_path}")
+    if getattr(run, "report_error", None):
+        terminalreporter.write_line(f"warning: the HTML report could not be built ({run.report_error}); "
+                                    f"retry with: python -m conformance report {run.run_dir}")

@@ -121,14 +121,14 @@ def summarize(records: list[dict[str, Any]], environment: dict[str, Any] | None,
             continue
         if record.get("phase") not in COUNTED_PHASES:
             continue
-        key = (record["test"], record["op"], record["target"], bool(record.get("virtual")),
-               record["dtype"], record["mode"], record["check"])
+        key = (record.get("machine", ""), record["test"], record["op"], record["target"],
+               bool(record.get("virtual")), record["dtype"], record["mode"], record["check"])
         groups[key].append(record)
 
     rows = []
     totals: dict[str, int] = defaultdict(int)
     for key in sorted(groups):
-        test, op, target, virtual, dtype, mode, check = key
+        machine, test, op, target, virtual, dtype, mode, check = key
         members = groups[key]
         counts: dict[str, int] = defaultdict(int)
         for record in members:
@@ -137,7 +137,8 @@ def summarize(records: list[dict[str, Any]], environment: dict[str, Any] | None,
         known = sorted({r["known_issue"]["id"] for r in members if r.get("known_issue")})
         verdict = next(v for v in VERDICT_ORDER if counts.get(v) or v == "pass")
         rows.append({
-            "test": test, "op": op, "target": target, "virtual": virtual, "dtype": dtype, "mode": mode,
+            "machine": machine, "test": test, "op": op, "target": target, "virtual": virtual, "dtype": dtype,
+            "mode": mode,
             "check": check, "verdict": verdict, "examples": len(members), "counts": dict(sorted(counts.items())),
             "worst": _worst(members), "known_issues": known,
         })

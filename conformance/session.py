@@ -71,6 +71,8 @@ class ConformanceRun:
         self._issues_by_file: dict[Path, list[ki.KnownIssue]] = {}
         self._store: Store | None = None
         self._environment: dict[str, Any] | None = None
+        self.report_path: Path | None = None
+        self.report_error: str | None = None
 
     def __repr__(self) -> str:  # shown in hypothesis' "Failing test case" block
         return f"ConformanceRun({str(self.run_dir)!r})"

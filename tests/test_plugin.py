@@ -214,3 +214,14 @@ test_future = dataclasses.replace(make_spec("future", good_resize), requires={"t
     assert "future needs torchvision>=99; installed torchvision 0." in result.stdout.str()
     groups = summary(project)["groups"]
     assert {g["verdict"] for g in groups} == {"skipped"}
+
+
+def test_every_session_writes_the_html_report_and_junitxml_still_works(project):
+    write_cases(project, sprinkled="sprinkled_resize, dtypes=('uint8',)")
+    result = run(project, "--junitxml=junit.xml")
+    result.assert_outcomes(failed=1)
+    latest = project.path / "reports" / "latest"
+    assert "report: " in result.stdout.str() and (latest / "index.html").is_file()
+    assert "sprinkled on cpu [uint8, bilinear]" in (latest / "index.html").read_text()
+    assert (project.path / "junit.xml").read_text().count("<testcase") == 1
+    assert summary(project)["schema"] == "conformance.summary/1"

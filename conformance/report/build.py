@@ -1,0 +1,196 @@
+"""Build `reports/<run>/index.html` from a run's result store (also after a crash or kill).
+
+The page is one folder: index.html plus `report/*.png`, no network needed to view it.
+Only failing and known-issue examples that kept arrays get pictures, so the report's
+size follows the failures, not the passing examples.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from conformance.report import pictures
+from conformance.results import VERDICT_ORDER, read_outcomes, safe_name, summarize
+
+MAX_DETAILS = 200  # failure details with pictures; more are listed without them
+DETAIL_VERDICTS = ("fail", "error", "known_issue")
+PICTURE_FOLDER = "report"
+
+
+def _column(record: dict[str, Any]) -> tuple[str, str]:
+    return record.get("machine", ""), record["target"]
+
+
+def _rank(verdict: str) -> int:
+    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
+
+
+def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rows (op, dtype, mode) x columns (machine, target): the worst verdict over the checks."""
+    columns: dict[tuple[str, str], dict[str, Any]] = {}
+    cells: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
+    device_names = {(env.get("machine_label", ""), t["name"]): t.get("description", "")
+                    for env in environments for t in env.get("targets", [])}
+    for group in summary["groups"]:
+        column = _column(group)
+        columns.setdefault(column, {"machine": column[0], "target": column[1], "virtual": group["virtual"],
+                                    "device": device_names.get(column, "")})
+        cell = cells[(group["op"], group["dtype"], group["mode"])].setdefault(
+            column, {"verdict": "pass", "examples": 0, "worst": None, "known_issues": set(), "anchor": None})
+        if _rank(group["verdict"]) < _rank(cell["verdict"]):
+            cell["verdict"] = group["verdict"]
+        cell["examples"] = max(cell["examples"], group["examples"])
+        cell["known_issues"].update(group["known_issues"])
+        worst = group.get("worst")
+        if worst and (cell["worst"] is None or _size(worst) > _size(cell["worst"])):
+            cell["worst"] = worst | {"check": group["check"]}
+    ordered_columns = sorted(columns, key=lambda c: (c[0], columns[c]["virtual"], c[1]))
+    rows = []
+    for (op, dtype, mode), by_column in cells.items():
+        verdicts = [c["verdict"] for c in by_column.values()]
+        rows.append({"op": op, "dtype": dtype, "mode": mode, "worst_verdict": min(verdicts, key=_rank),
+                     "cells": [by_column.get(column) for column in ordered_columns]})
+    rows.sort(key=lambda r: (_rank(r["worst_verdict"]), r["op"], r["dtype"], r["mode"]))
+    return {"columns": [columns[c] for c in ordered_columns], "rows": rows}
+
+
+def _size(worst: dict[str, Any]) -> float:
+    try:
+        return float(worst.get("max_abs"))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _detail_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per (item, check, verdict): the final or replayed example, else the first kept one."""
+    chosen: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for record in records:
+        if record.get("kind") != "outcome" or record.get("verdict") not in DETAIL_VERDICTS:
+            continue
+        if record.get("phase") == "shrink":
+            continue
+        key = (record.get("machine", ""), record["nodeid"], record["check"], record["verdict"])
+        previous = chosen.get(key)
+        better = previous is None or (record.get("phase") in ("final", "replay") and previous.get("phase") == "explore")
+        if better or (previous is not None and not previous.get("artifact") and record.get("artifact")):
+            chosen[key] = record
+    return sorted(chosen.values(), key=lambda r: (_rank(r["verdict"]), r["op"], r["target"], r["nodeid"], r["check"]))
+
+
+def _peak(dtype: str) -> float:
+    return 255.0 if dtype == "uint8" else 1.0
+
+
+def _pictures(record: dict[str, Any], run_dir: Path, out: Path, stem: str) -> dict[str, Any]:
+    """Panels, heatmap, crops and histogram for one detail; {} when its arrays were not kept."""
+    path = run_dir / record["artifact"] if record.get("artifact") else None
+    if path is None or not path.is_file():
+        return {}
+    with np.load(path, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    peak = _peak(record["dtype"])
+    panels = []
+    for name, label in (("input", "input"), ("reference", "reference"), ("cpu", "cpu output"),
+                        ("output", f"{record['target']} output")):
+        if name in arrays and arrays[name].ndim >= 2:
+            picture = pictures.to_picture(arrays[name], peak)
+            panels.append({"label": label, "image": pictures.save(picture, out, f"{stem}-{name}"),
+                           "picture": picture})
+    found: dict[str, Any] = {"panels": panels}
+    against = "cpu" if record["check"] == "cross_device" else "reference"
+    if "output" in arrays and against in arrays and arrays["output"].shape == arrays[against].shape:
+        diff = pictures.difference(arrays["output"], arrays[against])
+        finite = diff[np.isfinite(diff)]
+        top = float(finite.max()) if finite.size else 0.0
+        tolerance = (record.get("tolerance") or {}).get("atol")
+        found["against"] = against
+        found["heatmap"] = pictures.save(pictures.heatmap(diff, top), out, f"{stem}-diff")
+        found["scale"] = pictures.save(pictures.colour_scale(top, "levels" if peak == 255 else ""), out,
+                                       f"{stem}-scale", side=None)
+        found["histogram"] = pictures.save(pictures.histogram(diff, tolerance), out, f"{stem}-hist", side=None)
+        if max(diff.shape) > 2 * pictures.CROP_RADIUS + 1:
+            row, col = np.unravel_index(int(np.argmax(np.where(np.isfinite(diff), diff, np.inf))), diff.shape)
+            found["crops"] = [
+                {"label": panel["label"], "image": pictures.save(
+                    pictures.crop_around(panel["picture"], int(row), int(col)), out, f"{stem}-crop-{i}", side=136)}
+                for i, panel in enumerate(panels) if panel["picture"].size == (diff.shape[1], diff.shape[0])]
+            found["crop_at"] = [int(row), int(col)]
+    for panel in panels:
+        del panel["picture"]
+    return found
+
+
+def details(records: list[dict[str, Any]], run_dir: Path, out: Path) -> list[dict[str, Any]]:
+    found = []
+    for index, record in enumerate(_detail_records(records)):
+        stem = f"{index:04d}-{safe_name(record['check'], 20)}"
+        detail = {
+            "anchor": f"detail-{index}", "record": record,
+            "case_json": json.dumps(record.get("case"), indent=1, sort_keys=True) if record.get("case") else "",
+            "metrics": {k: v for k, v in (record.get("metrics") or {}).items() if v is not None},
+        }
+        if index < MAX_DETAILS:
+            detail |= _pictures(record, run_dir, out, stem)
+        found.append(detail)
+    return found
+
+
+def _link_cells(model: dict[str, Any], found: list[dict[str, Any]]) -> None:
+    first: dict[tuple, str] = {}
+    for detail in found:
+        r = detail["record"]
+        first.setdefault((r["op"], r["dtype"], r["mode"], r.get("machine", ""), r["target"]), detail["anchor"])
+    for row in model["rows"]:
+        for column, cell in zip(model["columns"], row["cells"]):
+            if cell is not None:
+                cell["anchor"] = first.get((row["op"], row["dtype"], row["mode"], column["machine"], column["target"]))
+                cell["known_issues"] = sorted(cell["known_issues"])
+
+
+def _number(value: Any) -> Any:
+    return f"{value:.4g}" if isinstance(value, float) else value
+
+
+def _template_environment() -> Environment:
+    env = Environment(loader=PackageLoader("conformance.report", "templates"),
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env.filters["number"] = _number
+    return env
+
+
+def build_report(run_dir: Path, *, title: str | None = None) -> Path:
+    """Write run_dir/index.html (and run_dir/report/*.png) from the outcome records."""
+    records, torn = read_outcomes(run_dir)
+    previous = run_dir / "summary.json"
+    complete = previous.is_file() and json.loads(previous.read_text(encoding="utf-8")).get("complete", False)
+    environments = _environments(run_dir)
+    summary = summarize(records, environments[0] if environments else None, torn=torn, complete=complete)
+    out = run_dir / PICTURE_FOLDER
+    shutil.rmtree(out, ignore_errors=True)
+    model = matrix(summary, environments)
+    found = details(records, run_dir, out)
+    _link_cells(model, found)
+    html = _template_environment().get_template("index.html.j2").render(
+        title=title or run_dir.name, summary=summary, matrix=model, details=found, environments=environments,
+        max_details=MAX_DETAILS)
+    index = run_dir / "index.html"
+    index.write_text(html, encoding="utf-8")
+    return index
+
+
+def _environments(run_dir: Path) -> list[dict[str, Any]]:
+    """One environment per machine (a merged run has several)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for path in sorted((run_dir / "environment").glob("*.json")):
+        try:
+            env = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        seen.setdefault(env.get("machine_label") or env.get("machine", path.stem), env)
+    return list(seen.values())

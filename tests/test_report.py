@@ -1,0 +1,114 @@
+"""The HTML report: built from the store, escaped, bounded, mergeable, and rendered by a real browser."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.report import build_report
+from conformance.report.merge import merge_runs
+from conformance.report.synthetic import write_run
+
+HOSTILE = "<script>alert('x')</script>\"'../../etc/passwd"
+
+
+def test_a_report_shows_the_matrix_failures_first_with_pictures(tmp_path):
+    run = write_run(tmp_path / "run", outcomes=60, failures=2)
+    index = build_report(run)
+    html = index.read_text()
+    assert html.index("fail") < html.index("known issue") < html.index(">pass<")
+    assert "vcuda:1 <span class=\"virtual\">(virtual)</span>" in html
+    assert "Known issue <b>known-1</b>: a known divergence" in html
+    pictures = sorted(p.name for p in (run / "report").iterdir())
+    assert len([p for p in pictures if p.endswith("-diff.png")]) == 2  # one heatmap per failing check
+    assert any(p.endswith("-hist.png") for p in pictures) and any("-crop-" in p for p in pictures)
+    assert "Incomplete run" not in html
+
+
+def test_hostile_strings_are_escaped_in_the_page_and_harmless_in_file_names(tmp_path):
+    run = write_run(tmp_path / "run", outcomes=3, failures=1, op=HOSTILE, message=HOSTILE,
+                    params={"size": HOSTILE}, target=HOSTILE)
+    html = build_report(run).read_text()
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&#34;&#39;../../etc/passwd" in html
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert all(run in p.parents for p in written)  # nothing escaped the run folder
+    assert not any("<" in p.name or "'" in p.name or '"' in p.name for p in written)
+
+
+def test_a_killed_run_without_a_summary_still_gets_a_report_marked_incomplete(tmp_path):
+    run = write_run(tmp_path / "run", outcomes=10, failures=1, complete=False)
+    with open(next((run / "outcomes").glob("*.jsonl")), "a") as stream:
+        stream.write('{"kind": "outcome", "torn')  # killed mid-line
+    done = subprocess.run([sys.executable, "-m", "conformance", "report", str(run)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    html = (run / "index.html").read_text()
+    assert 'id="incomplete"' in html and "1 torn record line(s) were skipped" in html
+
+
+def test_merge_puts_each_machine_in_its_own_columns(tmp_path):
+    a = write_run(tmp_path / "a", outcomes=5, failures=1, target="cuda:0")
+    b = write_run(tmp_path / "b", outcomes=5, failures=1, target="cuda:0")
+    index = merge_runs([a, b], tmp_path / "merged", labels=["h100-runner", HOSTILE])
+    summary = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    assert summary["machines"] == ["h100-runner", HOSTILE]
+    assert {g["machine"] for g in summary["groups"]} == {"h100-runner", HOSTILE}
+    html = index.read_text()
+    assert "h100-runner<br>cuda:0" in html and "<script>alert" not in html
+    assert len(list((tmp_path / "merged" / "report").glob("*-diff.png"))) == 2
+    done = subprocess.run([sys.executable, "-m", "conformance", "merge", str(a), "-o", str(tmp_path / "merged")],
+                          capture_output=True, text=True)
+    assert done.returncode == 4 and "exists and is not empty" in done.stderr
+
+
+def test_report_size_follows_failures_not_passing_examples(tmp_path):
+    small = write_run(tmp_path / "small", outcomes=100, failures=2)
+    large = write_run(tmp_path / "large", outcomes=5000, failures=2)
+    sizes = []
+    for run in (small, large):
+        build_report(run)
+        sizes.append(sum(p.stat().st_size for p in (run / "report").iterdir()) + (run / "index.html").stat().st_size)
+    assert sizes[1] <= sizes[0] * 1.05  # 50x the passing outcomes, about the same report
+
+
+def _chromium():
+    browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (browser and driver):
+        message = "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
+        if os.environ.get("CONFORMANCE_REQUIRE_BROWSER"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(executable_path=driver), options=options)  # no download
+
+
+def test_the_report_renders_in_headless_chromium(tmp_path):
+    from selenium.webdriver.common.by import By
+
+    run = write_run(tmp_path / "run", outcomes=30, failures=2)
+    index = build_report(run)
+    browser = _chromium()
+    try:
+        browser.get(index.as_uri())
+        rows = browser.find_elements(By.CSS_SELECTOR, "#matrix tr.row")
+        verdicts = [row.get_attribute("data-verdict") for row in rows]
+        assert verdicts[0] == "fail" and {"fail", "known_issue", "skipped", "pass"} <= set(verdicts)
+        images = browser.find_elements(By.CSS_SELECTOR, "section.detail img")
+        assert images and all(browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i)
+                              for i in images)
+        browser.find_element(By.ID, "failures-only").click()
+        shown = [r.get_attribute("data-verdict") for r in rows if r.is_displayed()]
+        assert shown and set(shown) <= {"fail", "error"}
+        browser.find_element(By.ID, "failures-only").click()
+        assert all(r.is_displayed() for r in rows)
+    finally:
+        browser.quit()
