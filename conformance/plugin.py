@@ -16,7 +16,7 @@ from conformance import profiles
 from conformance.environment import header_lines
 from conformance.known_issues import KnownIssuesError
 from conformance.recipes import Case, RecipeError
-from conformance.results import format_table, write_summary
+from conformance.results import format_table, read_outcomes, write_summary
 from conformance.session import ConformanceRun, default_run_name, unique_run_dir
 from conformance.targets import TargetSelectionError, discover, select
 
@@ -221,11 +221,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput") or not (run.run_dir / "outcomes").is_dir():
         return
     interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-    write_summary(run.run_dir, complete=not interrupted)
+    outcomes = read_outcomes(run.run_dir)  # read once for the summary and the report
+    write_summary(run.run_dir, complete=not interrupted, outcomes=outcomes)
     try:
         from conformance.report import build_report
 
-        run.report_path = build_report(run.run_dir)
+        run.report_path = build_report(run.run_dir, outcomes=outcomes)
     except Exception as exc:  # noqa: BLE001 - the report must never turn a run's verdict into a crash
         run.report_error = f"{type(exc).__name__}: {exc}"
     latest = run.run_dir.parent / "latest"

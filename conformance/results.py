@@ -160,8 +160,10 @@ def load_environment(run_dir: Path) -> dict[str, Any] | None:
     return None
 
 
-def write_summary(run_dir: Path, *, complete: bool) -> dict[str, Any]:
-    records, torn = read_outcomes(run_dir)
+def write_summary(run_dir: Path, *, complete: bool,
+                  outcomes: tuple[list[dict[str, Any]], int] | None = None) -> dict[str, Any]:
+    """Summarise the run's records (read now, or the `read_outcomes` result the caller already has)."""
+    records, torn = outcomes if outcomes is not None else read_outcomes(run_dir)
     summary = summarize(records, load_environment(run_dir), torn=torn, complete=complete)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary

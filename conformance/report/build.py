@@ -164,9 +164,11 @@ def _template_environment() -> Environment:
     return env
 
 
-def build_report(run_dir: Path, *, title: str | None = None) -> Path:
-    """Write run_dir/index.html (and run_dir/report/*.png) from the outcome records."""
-    records, torn = read_outcomes(run_dir)
+def build_report(run_dir: Path, *, title: str | None = None,
+                 outcomes: tuple[list[dict[str, Any]], int] | None = None) -> Path:
+    """Write run_dir/index.html (and run_dir/report/*.png) from the outcome records
+    (read now, or the `read_outcomes` result the caller already has)."""
+    records, torn = outcomes if outcomes is not None else read_outcomes(run_dir)
     previous = run_dir / "summary.json"
     complete = previous.is_file() and json.loads(previous.read_text(encoding="utf-8")).get("complete", False)
     environments = _environments(run_dir)
