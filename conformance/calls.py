@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +32,39 @@ _PLUMBING = (os.path.join(_TORCH_DIR, "_ops.py"), os.path.join(_TORCH_DIR, "util
              os.path.join(_TORCH_DIR, "_dynamo", ""), os.path.join(_TORCH_DIR, "_compile.py"), contextlib.__file__)
 
 
+class CaseTimeout(Exception):
+    """The op ran past the per-case time limit (`--case-timeout`)."""
+
+
+_limits = {"case_timeout_s": 0.0}
+
+
+def set_case_timeout(seconds: float) -> None:
+    """Per-call time limit for ops (0: none); set once per session by the plugin."""
+    _limits["case_timeout_s"] = max(0.0, seconds)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise CaseTimeout in the op after `seconds` (Python code only; the main thread of a
+    POSIX process, which pytest and its xdist workers are; elsewhere no limit)."""
+    usable = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise CaseTimeout(f"the op ran longer than the per-case limit of {seconds:g} s (--case-timeout)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 @dataclass
 class OpRun:
     """What one call of the op gave: its output, or its error as text (no live exception:
@@ -39,6 +75,7 @@ class OpRun:
     error_text: str | None = None  # the full traceback
     mixed_devices: bool = False  # the error is PyTorch's "tensors on different devices"
     not_emulatable: str | None = None
+    resource: str | None = None  # out of memory: not a verdict on the op
     log: PlacementLog | None = None
     module_problems: list[str] = field(default_factory=list)
 
@@ -60,6 +97,11 @@ def describe_error(exc: BaseException) -> str:
             where += f", called from {library[-1].filename}:{library[-1].lineno} in {library[-1].name}"
         where += ")"
     return f"{type(exc).__name__}: {str(exc).strip()}{where}"
+
+
+def _release_memory(target: Target) -> None:
+    if target.kind == "cuda" and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def on_target(value: Any, target: Target) -> Any:
@@ -90,7 +132,7 @@ def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampl
                 module = target.put(module)
                 if log is not None:
                     run.module_problems, log.watched = left_behind(module, target.device)
-        with target.active(log):
+        with time_limit(_limits["case_timeout_s"]), target.active(log):
             if spec.module is not None:
                 output = spec.module.forward(module, tensor, dict(case.params),
                                              None if sampled is None else on_target(sampled, target))
@@ -100,6 +142,9 @@ def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampl
         run.output = spec.read_output(output) if spec.read_output is not None else output
     except NotEmulatable as exc:
         run.not_emulatable = str(exc)
+    except torch.OutOfMemoryError as exc:
+        run.resource = describe_error(exc)
+        _release_memory(target)
     except Exception as exc:  # noqa: BLE001 - any op failure is an outcome
         run.error = describe_error(exc)
         run.error_text = "".join(traceback.format_exception(exc))

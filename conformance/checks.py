@@ -45,6 +45,7 @@ class CaseResult:
     outcomes: list[CheckOutcome]
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     not_emulatable: str | None = None  # a virtual target cannot run this op
+    resource: str | None = None  # the case ran out of memory: recorded, not a verdict
 
     @property
     def failures(self) -> list[CheckOutcome]:
@@ -261,6 +262,8 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
     run = run_op(spec, tensor_in, case, target, sampled)
     if run.not_emulatable is not None:
         return CaseResult([], arrays, not_emulatable=run.not_emulatable)
+    if run.resource is not None:
+        return CaseResult([], arrays, resource=run.resource)
     if run.mixed_devices:
         details = run.log.to_dict() if run.log is not None else None
         return CaseResult([CheckOutcome("placement", False, run.error, traceback=run.error_text, details=details)],

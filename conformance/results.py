@@ -22,7 +22,7 @@ import numpy as np
 
 SUMMARY_SCHEMA = "conformance.summary/1"
 COUNTED_PHASES = ("explore", "final", "replay", "item")
-VERDICT_ORDER = ("fail", "error", "known_issue", "skipped", "pass")
+VERDICT_ORDER = ("fail", "error", "known_issue", "resource", "skipped", "pass")
 
 
 def json_safe(value: Any) -> Any:

@@ -151,6 +151,16 @@ class ConformanceRun:
             "kind": "outcome", "nodeid": item.nodeid, "check": "-", "verdict": "skipped", "phase": "item",
             "message": reason})
 
+    def record_crash(self, nodeid: str, message: str) -> None:
+        """An item whose worker process died: its test id tells the op, target, dtype and mode."""
+        test, _, params = nodeid.rpartition("::")[2].partition("[")
+        target, dtype, mode = (params.rstrip("]").split("-", 2) + ["?", "?", "?"])[:3]
+        self.store.append({
+            "kind": "outcome", "nodeid": nodeid, "test": test, "op": test.removeprefix("test_"), "target": target,
+            "virtual": target.startswith("vcuda"), "dtype": dtype, "mode": mode, "worker": self.worker,
+            "pid": os.getpid(), "check": "crash", "verdict": "error", "phase": "item",
+            "message": f"the worker process died while running this item: {message}"})
+
     # -- per example -------------------------------------------------------------------
     def case_strategy(self, spec: OpSpec, dtype: str, mode: str) -> st.SearchStrategy[Case]:
         if self.replay is not None:
@@ -164,6 +174,11 @@ class ConformanceRun:
         result = check_case(spec, case, state.target, self.baselines, state.mode)
         if result.not_emulatable is not None:
             pytest.skip(f"not emulatable on a virtual device: {result.not_emulatable}")
+        if result.resource is not None:  # out of memory: recorded, and the next case runs
+            self.store.append(self._base_record(state.test, spec.name, state.target, state.dtype, state.mode) | {
+                "kind": "outcome", "nodeid": state.nodeid, "check": "resource", "verdict": "resource",
+                "phase": "explore", "example": state.examples, "case": case.to_dict(), "message": result.resource})
+            return
         features = spec.case_features(case) if state.applicable else {}
         state.exercised.update(i.id for i in state.applicable if i.in_scope(features))
         unexpected: list[CheckOutcome] = []

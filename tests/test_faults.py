@@ -1,0 +1,172 @@
+"""Faults never take the run down: each is recorded and the rest of the run goes on."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
+FAULTY = '''
+import os, time
+import torch
+from planted_ops import *
+
+def raising(image, params):
+    raise ValueError("planted failure")
+
+def wrong_type(image, params):
+    return image.tolist()
+
+def nan_output(image, params):
+    return good_resize(image.float(), params) * float("nan")
+
+def hanging(image, params):
+    time.sleep(30)
+
+def out_of_memory_when_wide(image, params):
+    if image.shape[-1] > 10:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (planted)")
+    return good_resize(image, params)
+
+def aborting(image, params):
+    os.abort()
+
+test_raising = make_spec("raising", raising, dtypes=("float32",)).test()
+test_wrong_type = make_spec("wrong_type", wrong_type, dtypes=("float32",)).test()
+test_nan_output = make_spec("nan_output", nan_output, dtypes=("float32",)).test()
+test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
+'''
+QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu", "--max-examples=10"]
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(planted_ops=PLANTED)
+    return pytester
+
+
+def records(project):
+    folder = project.path / "reports" / "latest" / "outcomes"
+    rows = [json.loads(line) for path in folder.glob("*.jsonl") for line in path.read_text().splitlines()]
+    return [r for r in rows if r.get("kind") == "outcome"]
+
+
+def summary(project):
+    return json.loads((project.path / "reports" / "latest" / "summary.json").read_text())
+
+
+def test_raising_wrong_type_and_nan_are_recorded_and_the_run_goes_on(project):
+    project.makepyfile(test_faulty=FAULTY)
+    result = project.runpytest_subprocess(*QUICK)
+    result.assert_outcomes(failed=3, passed=1)
+    verdicts = {(r["op"], r["check"], r["verdict"]) for r in records(project) if r.get("phase") == "final"}
+    assert ("raising", "error", "error") in verdicts
+    assert ("wrong_type", "invariants", "fail") in verdicts
+    assert ("nan_output", "reference", "fail") in verdicts
+    assert (project.path / "reports" / "latest" / "index.html").is_file()
+
+
+def test_a_hang_is_cut_at_the_case_timeout_and_recorded(project):
+    project.makepyfile(test_faulty=FAULTY + "\ntest_hanging = make_spec('hanging', hanging, dtypes=('float32',)).test()\n")
+    start = time.monotonic()
+    result = project.runpytest_subprocess(*QUICK, "--max-examples=2", "--case-timeout=0.5", "-k", "hanging or good")
+    assert time.monotonic() - start < 25
+    result.assert_outcomes(failed=1, passed=1)
+    hung = [r for r in records(project) if r["op"] == "hanging" and r["verdict"] == "error"]
+    assert hung and "ran longer than the per-case limit of 0.5 s (--case-timeout)" in hung[0]["message"]
+
+
+def test_out_of_memory_is_a_resource_outcome_and_later_cases_run(project):
+    project.makepyfile(test_faulty=FAULTY + "\ntest_oom = make_spec('oom', out_of_memory_when_wide, dtypes=('float32',)).test()\n")
+    result = project.runpytest_subprocess(*QUICK, "--max-examples=30", "-k", "oom")
+    result.assert_outcomes(passed=1)
+    oom = [r for r in records(project) if r["op"] == "oom"]
+    resource = [r for r in oom if r["verdict"] == "resource"]
+    assert resource and "OutOfMemoryError: CUDA out of memory" in resource[0]["message"]
+    assert any(r["verdict"] == "pass" and r["example"] > resource[0]["example"] for r in oom)
+    assert summary(project)["totals"]["resource"] == len(resource)
+
+
+def test_a_worker_that_aborts_under_xdist_is_recorded_and_the_run_finishes(project):
+    project.makepyfile(test_faulty=FAULTY + "\ntest_aborting = make_spec('aborting', aborting, dtypes=('float32',)).test()\n")
+    result = project.runpytest_subprocess(*QUICK, "-n", "2", "-k", "aborting or good")
+    result.assert_outcomes(failed=1, passed=1)
+    crash = [r for r in records(project) if r["check"] == "crash"]
+    assert crash and crash[0]["op"] == "aborting" and crash[0]["target"] == "cpu" and crash[0]["verdict"] == "error"
+    assert "worker process died" in crash[0]["message"]
+    assert any(r["op"] == "good" and r["verdict"] == "pass" for r in records(project))  # other outcomes kept
+    assert "worker process died" in (project.path / "reports" / "latest" / "index.html").read_text()
+
+
+def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(project):
+    project.makepyfile(test_slow=PLANTED_SLOW)
+    reports = project.path / "reports"
+    process = subprocess.Popen([sys.executable, "-m", "pytest", *QUICK, "--max-examples=400", "test_slow.py"],
+                               cwd=project.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            lines = sum(len(p.read_text().splitlines()) for p in reports.glob("*/outcomes/*.jsonl"))
+            if lines > 30:
+                break
+            time.sleep(0.2)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    run = next(p for p in reports.iterdir() if p.is_dir())
+    assert not (run / "summary.json").exists()
+    done = subprocess.run([sys.executable, "-m", "conformance", "report", str(run)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert 'id="incomplete"' in (run / "index.html").read_text()
+    kept = [json.loads(line) for p in (run / "outcomes").glob("*.jsonl") for line in p.read_text().splitlines()[:-1]]
+    assert len(kept) >= 30  # every line but a possibly torn last one parses
+
+
+PLANTED_SLOW = '''
+import time
+from planted_ops import *
+
+def slow_good(image, params):
+    time.sleep(0.01)
+    return good_resize(image, params)
+
+test_slow = make_spec("slow", slow_good, dtypes=("float32",)).test()
+'''
+
+
+def test_the_ci_profile_gives_identical_cases_and_verdicts_twice(project):
+    project.makepyfile(test_faulty=FAULTY)
+    seen = []
+    for name in ("first", "second"):
+        project.runpytest_subprocess(*QUICK, "--run-name", name, "-k", "good or raising")
+        folder = project.path / "reports" / name / "outcomes"
+        rows = [json.loads(line) for p in folder.glob("*.jsonl") for line in p.read_text().splitlines()]
+        seen.append([(r["nodeid"], r["check"], r["verdict"], json.dumps(r.get("case"), sort_keys=True), r.get("phase"))
+                     for r in rows if r.get("kind") == "outcome"])
+    assert seen[0] == seen[1] and len(seen[0]) > 10
+
+
+def test_virtual_findings_can_be_warnings_for_the_gate(project):
+    project.makepyfile(test_faulty=FAULTY)
+    args = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=5", "--targets=cpu,vcuda:1",
+            "-k", "raising"]
+    failing = project.runpytest_subprocess(*args)
+    failing.assert_outcomes(failed=2)
+    warned = project.runpytest_subprocess(*args, "--virtual-findings=warn", "-rx")
+    warned.assert_outcomes(failed=1, xfailed=1)  # the cpu failure still fails the gate
+    assert "virtual-target finding, a warning under --virtual-findings=warn: raising on vcuda:1" in warned.stdout.str()
+
+
+def test_loadgroup_keeps_each_worker_on_one_target(project):
+    project.makepyfile(test_faulty=FAULTY)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=3",
+                                          "--targets=cpu,vcuda:1", "-k", "good", "-n", "2", "--dist", "loadgroup")
+    result.assert_outcomes(passed=2)
+    folder = project.path / "reports" / "latest" / "outcomes"
+    targets_by_worker = {p.stem: {json.loads(line).get("target") for line in p.read_text().splitlines()} - {None}
+                         for p in folder.glob("gw*.jsonl")}
+    assert sorted(map(len, targets_by_worker.values())) == [1, 1]
