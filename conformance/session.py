@@ -71,6 +71,7 @@ class ConformanceRun:
         self._issues_by_file: dict[Path, list[ki.KnownIssue]] = {}
         self._store: Store | None = None
         self._environment: dict[str, Any] | None = None
+        self._issues_written: set[str] = set()
         self.report_path: Path | None = None
         self.report_error: str | None = None
 
@@ -120,9 +121,11 @@ class ConformanceRun:
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         applicable = [i for i in issues if i.applies_to(spec.name, target, dtype, mode)]
         self.item = ItemState(item.nodeid, item.originalname, spec, self.targets[target], dtype, mode, applicable)
+        new = [i for i in issues if i.id not in self._issues_written]  # each entry once per outcome file
+        self._issues_written.update(i.id for i in new)
         self.store.append({
             "kind": "item", "nodeid": item.nodeid, "worker": self.worker,
-            "known_issues_loaded": {i.id: i.to_dict() for i in issues},
+            "known_issues_loaded": {i.id: i.to_dict() for i in new},
             "known_issues_applied": [i.id for i in applicable],
         })
 
@@ -230,16 +233,20 @@ class ConformanceRun:
             issue = matches.get(outcome.check)
             verdict = "pass" if outcome.passed else ("known_issue" if issue else
                                                      "error" if outcome.check == "error" else "fail")
-            self.store.append(base | {
+            tolerance = outcome.tolerance.to_dict() if outcome.tolerance else None
+            if tolerance is not None and outcome.passed:
+                tolerance.pop("reason", None)  # kept with failures; a pass needs only the numbers
+            record = base | {
                 "kind": "outcome", "nodeid": state.nodeid, "check": outcome.check, "verdict": verdict,
                 "phase": phase, "example": state.examples, "case": case.to_dict(),
-                "metrics": outcome.metrics.to_dict() if outcome.metrics else None,
-                "tolerance": outcome.tolerance.to_dict() if outcome.tolerance else None,
+                "metrics": outcome.metrics.to_dict() if outcome.metrics else None, "tolerance": tolerance,
                 "message": outcome.message, "traceback": outcome.traceback, "details": outcome.details,
                 "known_issue": issue.to_dict() if issue else None,
                 "repro": repro if not outcome.passed else None,
                 "artifact": artifact if not outcome.passed else None,
-            })
+            }
+            # Empty fields are left out: a long run writes hundreds of thousands of these lines.
+            self.store.append({k: v for k, v in record.items() if v is not None and v != ""})
 
     def _failure_message(self, state: ItemState, case: Case, failures: list[CheckOutcome], repro: str) -> str:
         lines = [f"{state.spec.name} on {state.target.name}{' (virtual)' if state.target.virtual else ''} "
