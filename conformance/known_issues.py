@@ -28,12 +28,16 @@ from __future__ import annotations
 import fnmatch
 import importlib.metadata
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 _LIST_FIELDS = ("targets", "dtypes", "modes", "checks")
 _FIELDS = {"id", "op", "link", "reason", "strict", "versions", "where", "match", *_LIST_FIELDS}

@@ -47,12 +47,13 @@ class Transfer:
     op: str
     shape: tuple[int, ...]
     dtype: str
+    numel: int
     nbytes: int
     where: str
 
     def to_dict(self) -> dict[str, Any]:
         return {"direction": self.direction, "op": self.op, "shape": list(self.shape), "dtype": self.dtype,
-                "nbytes": self.nbytes, "where": self.where}
+                "numel": self.numel, "nbytes": self.nbytes, "where": self.where}
 
     def describe(self) -> str:
         arrow = "device -> host" if self.direction == "to_host" else "host -> device"
@@ -102,20 +103,17 @@ class PlacementLog:
             return
         self.transfers.append(Transfer(
             "to_host" if end == "cpu" else "to_device", str(func), tuple(source.shape),
-            str(source.dtype).removeprefix("torch."), source.numel() * source.element_size(), library_frame(2)))
+            str(source.dtype).removeprefix("torch."), source.numel(), source.numel() * source.element_size(),
+            library_frame(2)))
 
     def bulk_transfers(self, smallest_image_plane: int) -> list[Transfer]:
         """Transfers at least as large as an image plane: the op moved image data, not a parameter."""
         threshold = max(16, smallest_image_plane)
-        return [t for t in self.transfers if t.nbytes // max(1, _itemsize(t.dtype)) >= threshold]
+        return [t for t in self.transfers if t.numel >= threshold]
 
     def to_dict(self) -> dict[str, Any]:
         return {"transfers": [t.to_dict() for t in self.transfers], "scalar_reads": self.scalar_reads,
                 "used_off_target": dict(self.used)}
-
-
-def _itemsize(dtype: str) -> int:
-    return getattr(torch, dtype).itemsize if hasattr(torch, dtype) else 1
 
 
 class ObserverMode(TorchDispatchMode):
