@@ -8,7 +8,6 @@ sampled random parameters, and called.  On accelerators the call runs with a
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import threading
 import traceback
@@ -19,17 +18,13 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_map
 
-from conformance.placement import PlacementLog, is_device_mix_error, left_behind
+from conformance.placement import PlacementLog, is_device_mix_error, is_library, is_plumbing, left_behind
 from conformance.recipes import Case
 from conformance.spec import OpSpec, Sampled
 from conformance.targets import Target
 from conformance.virtual import NotEmulatable
 
-_HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-# Frames that only pass a call along: never the place to point a user at.
-_PLUMBING = (os.path.join(_TORCH_DIR, "_ops.py"), os.path.join(_TORCH_DIR, "utils", "_python_dispatch.py"),
-             os.path.join(_TORCH_DIR, "_dynamo", ""), os.path.join(_TORCH_DIR, "_compile.py"), contextlib.__file__)
+
 
 
 class CaseTimeout(Exception):
@@ -87,12 +82,12 @@ class OpRun:
 def describe_error(exc: BaseException) -> str:
     """Exception type and message, where it was raised and the library line that called into torch."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not f.filename.startswith((_HARNESS_DIR, *_PLUMBING))]
+              if not is_plumbing(f.filename)]
     where = ""
     if frames:
         raised = frames[-1]
         where = f" (raised at {raised.filename}:{raised.lineno} in {raised.name}"
-        library = [f for f in frames if not f.filename.startswith(_TORCH_DIR)]
+        library = [f for f in frames if is_library(f.filename)]
         if library and library[-1] is not raised:
             where += f", called from {library[-1].filename}:{library[-1].lineno} in {library[-1].name}"
         where += ")"

@@ -7,6 +7,7 @@ output's device and a module's attributes into one verdict.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -25,16 +26,29 @@ TRANSFER_OPS = frozenset({aten._to_copy.default, aten.copy_.default, aten._copy_
 SCALAR_READS = frozenset({aten._local_scalar_dense.default})
 MIXED_DEVICE_MESSAGE = "Expected all tensors to be on the same device"
 
-_SKIPPED_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, sys.modules["conformance"]))
+HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# Frames that only pass a call along (dispatch, dynamo wrappers, context managers).
+PLUMBING = (os.path.join(TORCH_DIR, "_ops.py"), os.path.join(TORCH_DIR, "utils", "_python_dispatch.py"),
+            os.path.join(TORCH_DIR, "_dynamo", ""), os.path.join(TORCH_DIR, "_compile.py"), contextlib.__file__)
+
+
+def is_plumbing(filename: str) -> bool:
+    """A frame of this harness, or one that only passes a call along: never where to point a user."""
+    return filename.startswith((HARNESS_DIR, *PLUMBING))
+
+
+def is_library(filename: str) -> bool:
+    """A frame of the code under test (the library or the user's op), not torch or this harness."""
+    return not filename.startswith((TORCH_DIR, HARNESS_DIR, contextlib.__file__))
 
 
 def library_frame(skip: int = 1) -> str:
     """file:line in function of the innermost caller outside torch and this harness."""
     frame = sys._getframe(skip)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_SKIPPED_DIRS) and "contextlib" not in filename:
-            return f"{filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+        if is_library(frame.f_code.co_filename):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
         frame = frame.f_back
     return "an unknown frame"
 

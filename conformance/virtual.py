@@ -15,6 +15,7 @@ Numerics are the CPU's; what this tests is placement and device-dependent Python
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -307,13 +308,10 @@ def _cuda_answers(count: int) -> dict[str, Any]:
     }
 
 
-_real_counts: list[int] = []
-
-
+@functools.lru_cache(maxsize=None)
 def _real_device_count() -> int:
-    if not _real_counts:
-        _real_counts.append(torch.cuda.device_count() if torch.cuda.is_available() else 0)
-    return _real_counts[0]
+    """Real CUDA devices, asked once (before torch.cuda is ever patched)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 class _Activation(threading.local):
