@@ -11,18 +11,21 @@ One case on one target gives one outcome per check:
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from conformance.calls import OpRun, run_op, sample_params, unmoved_module_behaviour
+from conformance.baselines import Baselines, InputImage, expected_output
+from conformance.calls import OpRun, run_op
 from conformance.compare import Metrics, Tolerance, measure
-from conformance.recipes import DTYPES, Case, materialize, to_float64
+from conformance.recipes import DTYPES, Case, to_float64
 from conformance.spec import OpSpec, Sampled
-from conformance.targets import CPU, Target
+from conformance.targets import Target
+from conformance.virtual import host_tensor
+
+__all__ = ["Baselines", "CaseResult", "CheckOutcome", "check_case", "expected_output"]
 
 
 @dataclass
@@ -52,99 +55,37 @@ class CaseResult:
         return [o for o in self.outcomes if not o.passed]
 
 
-def expected_output(ideal: np.ndarray, dtype: str) -> np.ndarray:
-    """The reference in the output dtype's meaning: uint8 is rounded and saturated."""
-    if dtype == "uint8":
-        return np.clip(np.rint(ideal), 0, 255)
-    return ideal
-
-
 def data_range(dtype: str) -> float:
     return 255.0 if dtype == "uint8" else 1.0
 
 
-class Baselines:
-    """Reference and cpu outputs per case, computed once and shared across targets.
-
-    Bounded by bytes: a long run must not grow memory with every example.
-    """
-
-    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
-        self._entries: OrderedDict[tuple[str, str, str], np.ndarray | OpRun] = OrderedDict()
-        self._bytes = 0
-        self.max_bytes = max_bytes
-
-    def _get(self, key: tuple[str, str, str], compute) -> Any:
-        if key in self._entries:
-            self._entries.move_to_end(key)
-            return self._entries[key]
-        value = compute()
-        self.put(key, value)
-        return value
-
-    def put(self, key: tuple[str, str, str], value: np.ndarray | OpRun) -> None:
-        if key in self._entries:
-            self._bytes -= self._entries.pop(key).nbytes
-        self._entries[key] = value
-        self._bytes += value.nbytes
-        while self._bytes > self.max_bytes and len(self._entries) > 1:
-            _, old = self._entries.popitem(last=False)
-            self._bytes -= old.nbytes
-
-    def reference(self, spec: OpSpec, case: Case, input64: np.ndarray, sampled: Sampled | None) -> np.ndarray:
-        """The reference output; random augmentations also get their sampled parameters."""
-        def compute() -> np.ndarray:
-            return spec.reference(input64, case) if sampled is None else spec.reference(input64, case, sampled)
-
-        return self._get((spec.name, case.key, "reference"), compute)
-
-    def cpu(self, spec: OpSpec, case: Case, host_input: torch.Tensor) -> OpRun:
-        """The cpu output for a case; `host_input` is a cpu tensor of it the caller no longer needs."""
-        def compute() -> OpRun:
-            run = run_op(spec, host_input, case, CPU, self.sampled(spec, case, host_input))
-            if isinstance(run.output, torch.Tensor):
-                run.output = to_float64(run.output)
-            return run
-
-        return self._get((spec.name, case.key, "cpu"), compute)
-
-    def remember_cpu(self, spec: OpSpec, case: Case, run: OpRun) -> None:
-        self.put((spec.name, case.key, "cpu"), run)
-
-    def unmoved(self, spec: OpSpec, case: Case, target: Target, tensor_in: torch.Tensor,
-                sampled: Sampled | None) -> tuple[str, bool]:
-        """How a module left on the cpu takes a device input: asked once per op, target and dtype
-        (an extra call of the op, not worth paying for every case)."""
-        key = (spec.name, f"{target.name}/{case.recipe.dtype}", "unmoved")
-        return self._get(key, lambda: _Cached(
-            unmoved_module_behaviour(spec, tensor_in, case, target, sampled))).value
-
-    def sampled(self, spec: OpSpec, case: Case, host_input: torch.Tensor) -> Sampled | None:
-        """Random-augmentation parameters, drawn once per case and replayed on every target."""
-        if spec.module is None or spec.module.sample is None:
-            return None
-        return self._get((spec.name, case.key, "sampled"), lambda: _Cached(sample_params(spec, host_input, case))).value
-
-
-@dataclass
-class _Cached:
-    """A small cached value (sampled parameters, a recorded behaviour) with a nominal size."""
-
-    value: Any
-    nbytes: int = 1024
+def _dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether sizes/strides describe a row-major dense layout (size-1 dims may have any stride)."""
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def memory_formats(tensor: torch.Tensor) -> set[str]:
-    """Which dense layouts a tensor satisfies (possibly both, possibly none)."""
+    """Which dense layouts a tensor satisfies (possibly both, possibly none); from its strides,
+    without running an op on it."""
+    shape, strides = tuple(tensor.shape), tuple(tensor.stride())
+    if 0 in shape:
+        return {"contiguous", "channels_last"} if len(shape) >= 3 else {"contiguous"}
     formats = set()
-    if tensor.is_contiguous():
+    if _dense(shape, strides):
         formats.add("contiguous")
-    if tensor.dim() >= 3 and tensor.movedim(-3, -1).is_contiguous():
-        formats.add("channels_last")
+    if len(shape) >= 3:
+        order = [*range(len(shape) - 3), len(shape) - 2, len(shape) - 1, len(shape) - 3]  # channels innermost
+        if _dense(tuple(shape[i] for i in order), tuple(strides[i] for i in order)):
+            formats.add("channels_last")
     return formats
 
 
-def check_invariants(tensor_in: torch.Tensor, before: np.ndarray, output: Any, expected: np.ndarray,
+def check_invariants(tensor_in: torch.Tensor, source: InputImage, output: Any, expected: np.ndarray,
                      expected_dtype: torch.dtype, keep_format: bool = True) -> CheckOutcome:
     """Dtype, shape, memory format kept (unless the output was read from another kind of object);
     input not mutated."""
@@ -159,11 +100,13 @@ def check_invariants(tensor_in: torch.Tensor, before: np.ndarray, output: Any, e
     if kept and keep_format and not kept & memory_formats(output):
         problems.append(f"memory format: input is {' or '.join(sorted(kept))}, "
                         f"output strides {tuple(output.stride())} are not")
-    after = to_float64(tensor_in)
-    changed = ~((after == before) | (np.isnan(after) & np.isnan(before)))
-    if changed.any():
-        where = tuple(int(i) for i in np.argwhere(changed)[0])
-        problems.append(f"input mutated: {int(changed.sum())} elements changed, first at {list(where)}")
+    after = host_tensor(tensor_in)
+    if not torch.equal(after, source.dense):  # inputs hold no NaN, so equal values mean untouched
+        after64, before = to_float64(after), source.values
+        changed = ~((after64 == before) | (np.isnan(after64) & np.isnan(before)))
+        if changed.any():
+            where = tuple(int(i) for i in np.argwhere(changed)[0])
+            problems.append(f"input mutated: {int(changed.sum())} elements changed, first at {list(where)}")
     return CheckOutcome("invariants", not problems, "; ".join(problems))
 
 
@@ -214,7 +157,7 @@ def check_placement(spec: OpSpec, case: Case, target: Target, tensor_in: torch.T
 
 
 def check_expected_error(spec: OpSpec, case: Case, target: Target, baselines: Baselines, run: OpRun,
-                         host_input: torch.Tensor, mode: str) -> CheckOutcome:
+                         source: InputImage, mode: str) -> CheckOutcome:
     """An invalid input must raise, and on every target the exception class the cpu raises."""
     invalid = spec.error_modes[mode]
     if run.error is None:
@@ -222,7 +165,7 @@ def check_expected_error(spec: OpSpec, case: Case, target: Target, baselines: Ba
     raised = run.error.split(":", 1)[0]
     details = {"raised": raised}
     if target.is_accelerator:
-        cpu = baselines.cpu(spec, case, host_input)
+        cpu = baselines.cpu(spec, case, source)
         on_cpu = cpu.error.split(":", 1)[0] if cpu.error is not None else None
         details["cpu_raised"] = on_cpu
         if on_cpu != raised:
@@ -258,17 +201,17 @@ def check_fidelity(fidelity: tuple[float, str], output64: np.ndarray, expected: 
                         f"more than {margin:g} dB worse ({reason})", details=details)
 
 
+def _identical(output64: np.ndarray, cpu_output: Any) -> bool:
+    return (isinstance(cpu_output, np.ndarray) and cpu_output.shape == output64.shape
+            and np.array_equal(output64, cpu_output, equal_nan=True))
+
+
 def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, mode: str) -> CaseResult:
     """Run one case on one target through every standard check."""
-    host_input = materialize(case.recipe)
-    input64 = to_float64(host_input)
-    arrays = {"input": input64}
-    sampled = baselines.sampled(spec, case, host_input)
-
-    # The op gets its own tensor: on the cpu the host copy (input64 already holds its values),
-    # elsewhere one made on the target so that its layout survives the transfer; the host
-    # copy then feeds the cpu baseline.
-    tensor_in = materialize(case.recipe, put=target.put) if target.is_accelerator else host_input
+    source = baselines.input(case)
+    arrays = {"input": source.values}
+    sampled = baselines.sampled(spec, case, source)
+    tensor_in = source.on(target)  # the op's own fresh tensor, in the recipe's layout
     run = run_op(spec, tensor_in, case, target, sampled)
     if run.not_emulatable is not None:
         return CaseResult([], arrays, not_emulatable=run.not_emulatable)
@@ -279,36 +222,46 @@ def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, m
         return CaseResult([CheckOutcome("placement", False, run.error, traceback=run.error_text, details=details)],
                           arrays)
     if mode in spec.error_modes:
-        return CaseResult([check_expected_error(spec, case, target, baselines, run, host_input, mode)], arrays)
+        return CaseResult([check_expected_error(spec, case, target, baselines, run, source, mode)], arrays)
     if run.error is not None:
         return CaseResult([CheckOutcome("error", False, run.error, traceback=run.error_text)], arrays)
 
     dtype = spec.output_dtype_of(case)
-    expected = expected_output(baselines.reference(spec, case, input64, sampled), dtype)
+    expected = baselines.reference(spec, case, source, sampled, dtype)
     arrays["reference"] = expected
     outcomes = [check_placement(spec, case, target, tensor_in, run, sampled, baselines),
-                check_invariants(tensor_in, input64, run.output, expected, DTYPES[dtype],
+                check_invariants(tensor_in, source, run.output, expected, DTYPES[dtype],
                                  keep_format=spec.keeps_memory_format and spec.read_output is None
                                  and not spec.host_output)]
     if not isinstance(run.output, torch.Tensor):
         return CaseResult(outcomes, arrays)
-    output64 = to_float64(run.output)
+    output64 = to_float64(host_tensor(run.output))
     arrays["output"] = output64
     item_dtype = case.recipe.dtype  # tolerances are keyed by the test item's dtype
     tol = spec.tolerance("reference", item_dtype, mode, target.name)
-    outcomes.append(compare_check("reference", output64, expected, tol, dtype, "reference"))
-    if spec.fidelity is not None:
-        outcomes.append(check_fidelity(spec.fidelity, output64, expected, input64, dtype))
-
-    if target.is_accelerator:
-        cpu_run = baselines.cpu(spec, case, host_input)
-        if cpu_run.error is not None:
-            outcomes.append(CheckOutcome("cross_device", False, f"cpu raised {cpu_run.error}; "
-                                         f"{target.name} returned a result", traceback=cpu_run.error_text))
-        else:
-            arrays["cpu"] = cpu_run.output
-            tol = spec.tolerance("cross_device", item_dtype, mode, target.name)
-            outcomes.append(compare_check("cross_device", output64, cpu_run.output, tol, dtype, "cpu"))
+    cpu_run = baselines.cpu(spec, case, source) if target.is_accelerator else None
+    identical = cpu_run is not None and cpu_run.error is None and _identical(output64, cpu_run.output)
+    # Bit-identical to the cpu output under the same tolerance: the cpu item's reference outcome is this one's.
+    cpu_reference = baselines.cpu_reference_check(spec, case) if identical else None
+    if cpu_reference is not None and cpu_reference.tolerance is tol:
+        reference_check = replace(cpu_reference)
     else:
-        baselines.remember_cpu(spec, case, OpRun(output=output64))
+        reference_check = compare_check("reference", output64, expected, tol, dtype, "reference")
+    outcomes.append(reference_check)
+    if spec.fidelity is not None:
+        outcomes.append(check_fidelity(spec.fidelity, output64, expected, source.values, dtype))
+
+    if cpu_run is None:
+        baselines.remember_cpu(spec, case, OpRun(output=output64), reference_check)
+    elif cpu_run.error is not None:
+        outcomes.append(CheckOutcome("cross_device", False, f"cpu raised {cpu_run.error}; "
+                                     f"{target.name} returned a result", traceback=cpu_run.error_text))
+    else:
+        arrays["cpu"] = cpu_run.output
+        tol = spec.tolerance("cross_device", item_dtype, mode, target.name)
+        if identical:
+            outcomes.append(CheckOutcome("cross_device", True, metrics=Metrics.identical(output64.size),
+                                         tolerance=tol))
+        else:
+            outcomes.append(compare_check("cross_device", output64, cpu_run.output, tol, dtype, "cpu"))
     return CaseResult(outcomes, arrays)

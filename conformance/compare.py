@@ -8,7 +8,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,10 +28,19 @@ class Metrics:
     worst_expected: float | None
     psnr: float
 
+    @classmethod
+    def identical(cls, elements: int) -> "Metrics":
+        """Two arrays equal element for element (NaN where both are NaN)."""
+        return cls(0.0, 0.0, 0.0, 0, elements, None, None, None, math.inf)
+
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["worst_index"] = list(self.worst_index) if self.worst_index is not None else None
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in data.items()}
+        data = {"max_abs": self.max_abs, "mae": self.mae, "mismatch_fraction": self.mismatch_fraction,
+                "mismatches": self.mismatches, "elements": self.elements,
+                "worst_index": list(self.worst_index) if self.worst_index is not None else None,
+                "worst_actual": self.worst_actual, "worst_expected": self.worst_expected, "psnr": self.psnr}
+        # NaN is "no value"; infinities are spelled as strings, as the store writes them anyway
+        return {k: (None if v != v else ("inf" if v > 0 else "-inf") if math.isinf(v) else v)
+                if isinstance(v, float) else v for k, v in data.items()}
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,10 @@ class Tolerance:
             raise ValueError(f"tolerance {self.name!r} has a negative or out-of-range bound")
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        data = {"name": self.name, "reason": self.reason, "atol": self.atol, "rtol": self.rtol,
+                "max_mismatch_fraction": self.max_mismatch_fraction, "max_mae": self.max_mae,
+                "min_psnr": self.min_psnr}
+        return {k: v for k, v in data.items() if v is not None}
 
     def violations(self, metrics: Metrics) -> list[str]:
         """Human-readable reasons the metrics break this policy (empty: pass)."""
@@ -84,25 +96,30 @@ def measure(actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance, data
     expected = np.asarray(expected, dtype=np.float64)
     if actual.shape != expected.shape:
         raise ValueError(f"shape {actual.shape} vs {expected.shape}")
-    both_nan = np.isnan(actual) & np.isnan(expected)
-    diff = np.abs(actual - expected)
-    diff = np.where(both_nan, 0.0, diff)
-    diff = np.where(np.isnan(diff), np.inf, diff)  # NaN on one side only
-    bound = tolerance.atol + tolerance.rtol * np.abs(np.nan_to_num(expected))
-    mismatch = diff > bound
-    elements = int(diff.size)
+    elements = int(actual.size)
     if elements == 0:
         return Metrics(0.0, 0.0, 0.0, 0, 0, None, None, None, math.inf)
+    diff = np.abs(actual - expected)
+    undefined = np.isnan(diff)
+    if undefined.any():  # NaN on one side only counts as infinitely far; NaN on both is a match
+        diff[undefined] = np.inf
+        diff[np.isnan(actual) & np.isnan(expected)] = 0.0
+    if tolerance.rtol:
+        bound = tolerance.atol + tolerance.rtol * np.abs(np.nan_to_num(expected))
+    else:
+        bound = tolerance.atol
+    mismatches = int(np.count_nonzero(diff > bound))
     worst_flat = int(np.argmax(diff))
     worst = tuple(int(i) for i in np.unravel_index(worst_flat, diff.shape))
     max_abs = float(diff.flat[worst_flat])
-    mse = float(np.mean(np.square(diff))) if np.isfinite(max_abs) else math.inf
+    flat = diff.ravel()
+    mse = float(np.dot(flat, flat)) / elements if math.isfinite(max_abs) else math.inf
     psnr = math.inf if mse == 0 else (10 * math.log10(data_range**2 / mse) if math.isfinite(mse) else -math.inf)
     return Metrics(
         max_abs=max_abs,
-        mae=float(np.mean(diff)),
-        mismatch_fraction=float(np.count_nonzero(mismatch)) / elements,
-        mismatches=int(np.count_nonzero(mismatch)),
+        mae=float(flat.sum()) / elements,
+        mismatch_fraction=mismatches / elements,
+        mismatches=mismatches,
         elements=elements,
         worst_index=worst,
         worst_actual=float(actual.flat[worst_flat]),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from conformance import profiles
+from conformance import distribute, profiles
 from conformance.environment import header_lines
 from conformance.known_issues import KnownIssuesError
 from conformance.recipes import Case, RecipeError
@@ -36,6 +36,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          f"than two real accelerators are visible); env {VIRTUAL_ENV}")
     group.addoption("--virtual-findings", choices=("fail", "warn"), default="fail",
                     help="failures on virtual targets fail the gate (default) or are reported as warnings (xfail)")
+    group.addoption("--group-by", choices=("auto", "target", "variant"), default="auto",
+                    help="how items are grouped for pytest-xdist (-n N; loadgroup is used unless --dist is given): "
+                         "'target' keeps each worker on one device, 'variant' runs an op/dtype/mode on every "
+                         "target in one worker so drawn cases and baselines are shared; auto: 'target' when "
+                         "two or more real accelerators are selected, else 'variant'")
     group.addoption("--case-timeout", type=float, default=None, metavar="SECONDS",
                     help="per-call time limit for ops; a call past it is an error outcome and the run goes on "
                          "(default 60; 0 = none; env CONFORMANCE_CASE_TIMEOUT)")
@@ -150,26 +155,11 @@ def pytest_configure(config: pytest.Config) -> None:
         run.known_issues(to_validate)
     except KnownIssuesError as exc:
         raise pytest.UsageError(str(exc)) from None
+    run.group_by = distribute.group_by(config.getoption("group_by"), targets)
     config.stash[RUN_KEY] = run
-    config.addinivalue_line("markers", "xdist_group(name): pytest-xdist's grouping (one group per target)")
+    config.addinivalue_line("markers", "xdist_group(name): pytest-xdist's grouping (see --group-by)")
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(run), "conformance-xdist")
-
-
-class _XdistHooks:
-    """Hands the controller's run folder to every worker."""
-
-    def __init__(self, run: ConformanceRun) -> None:
-        self.run = run
-
-    def pytest_configure_node(self, node) -> None:
-        node.workerinput["conformance_run_dir"] = str(self.run.run_dir)
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """On the controller: a worker that died mid-item (os.abort, a segfault) is recorded."""
-        text = str(report.longrepr) if report.failed else ""
-        if "crashed while running" in text and not hasattr(self.run, "workerinput"):
-            self.run.record_crash(report.nodeid, text.strip().splitlines()[-1])
+        distribute.configure(config, run)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -194,19 +184,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     run = metafunc.config.stash[RUN_KEY]
     unmet = spec.unmet_requirement()
 
-    def marks(target: str) -> list[pytest.MarkDecorator]:
-        # One xdist group per target: with `-n N --dist loadgroup` a worker keeps to one device.
-        grouped = [pytest.mark.xdist_group(name=target)]
+    def marks(target: str, variant: str) -> list[pytest.MarkDecorator]:
+        # With `--dist loadgroup` a group runs in one worker: per target, a worker keeps to one
+        # device; per variant, a worker shares one variant's draws and baselines across targets.
+        # (xdist reads the group from the end of the node id: a name must not hold "]" or "@")
+        grouped = [pytest.mark.xdist_group(name=target if run.group_by == "target" else variant)]
         if unmet:
             return [pytest.mark.skip(reason=unmet), *grouped]
         if run.targets[target].virtual and spec.needs_real_device:
             return [pytest.mark.skip(reason=f"not emulatable on a virtual device: {spec.needs_real_device}"), *grouped]
         return grouped
 
+    # Targets vary fastest: one variant's items run back to back in a worker, so its drawn
+    # cases, reference and cpu baseline are computed once and still cached for the others.
     params = [
-        pytest.param(target, dtype, mode, id=f"{target}-{dtype}-{mode}", marks=marks(target))
-        for target in run.targets
+        pytest.param(target, dtype, mode, id=f"{target}-{dtype}-{mode}",
+                     marks=marks(target, f"{metafunc.module.__name__}.{spec.name}:{dtype}:{mode}"))
         for dtype, mode in spec.variant_pairs()
+        for target in run.targets
     ]
     metafunc.parametrize(("target", "dtype", "mode"), params)
 
@@ -242,6 +237,28 @@ def pytest_runtest_call(item: pytest.Item):
     if xfail_reason:
         pytest.xfail(xfail_reason)
     return result
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Replay the cases another target drew for this op, dtype and mode; hypothesis draws otherwise.
+
+    A planned case that fails hands over to hypothesis, which finds the failure again and
+    shrinks it; if it cannot (a random profile draws other cases), the planned failure stands.
+    """
+    spec = _spec_of(pyfuncitem)
+    if spec is None:
+        return None
+    run = pyfuncitem.config.stash[RUN_KEY]
+    cases = run.plan()
+    if cases is None:
+        return None
+    failure = run.run_plan(cases)
+    if failure is None:
+        return True
+    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    pyfuncitem.obj(**arguments)  # raises the shrunk failure when hypothesis finds it
+    raise ConformanceFailure(f"{failure}\n(hypothesis did not draw this case again, so it is not shrunk)")
 
 
 @pytest.hookimpl(wrapper=True)

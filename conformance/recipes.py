@@ -7,6 +7,7 @@ synthesised deterministically from the recipe with numpy.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,9 +70,8 @@ class Recipe:
         return DTYPES[self.dtype]
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["batch"] = list(self.batch)
-        return data
+        return {"height": self.height, "width": self.width, "channels": self.channels, "batch": list(self.batch),
+                "dtype": self.dtype, "layout": self.layout, "content": self.content, "seed": self.seed}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Recipe":
@@ -100,13 +100,23 @@ class Case:
     def to_dict(self) -> dict[str, Any]:
         return {"op": self.op, "recipe": self.recipe.to_dict(), "params": self.params}
 
-    def to_json(self) -> str:
+    @functools.cached_property
+    def json(self) -> str:
+        """The case as compact JSON, computed once (a case is written with every record of it)."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    def to_json(self) -> str:
+        return self.json
+
+    @functools.cached_property
+    def recipe_key(self) -> str:
+        """Identity of the input image alone (the same for every op drawing this recipe)."""
+        return json.dumps(self.recipe.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @property
     def key(self) -> str:
         """Stable identity used to share the reference and cpu output across targets."""
-        return self.to_json()
+        return self.json
 
     @classmethod
     def from_json(cls, text: str) -> "Case":
@@ -150,7 +160,7 @@ def synthesize_unit(recipe: Recipe) -> np.ndarray:
     return rng.uniform(-0.5, 1.5, shape)  # out_of_range
 
 
-def _apply_layout(tensor: torch.Tensor, layout: str) -> torch.Tensor:
+def apply_layout(tensor: torch.Tensor, layout: str) -> torch.Tensor:
     if layout == "channels_last":
         # Store channels innermost (..., H, W, C) and view it as (..., C, H, W).
         return tensor.movedim(-3, -1).contiguous().movedim(-1, -3)
@@ -176,7 +186,7 @@ def materialize(recipe: Recipe, put: Callable[[torch.Tensor], torch.Tensor] | No
         tensor = torch.from_numpy(unit).to(recipe.torch_dtype)
     if put is not None:
         tensor = put(tensor)
-    return _apply_layout(tensor, recipe.layout)
+    return apply_layout(tensor, recipe.layout)
 
 
 def to_float64(tensor: torch.Tensor) -> np.ndarray:

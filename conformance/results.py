@@ -54,8 +54,17 @@ class Store:
         self._file: TextIO = open(run_dir / "outcomes" / f"{worker}.jsonl", "a", encoding="utf-8")
         self._artifact_count = 0
 
-    def append(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(json_safe(record), sort_keys=True) + "\n")
+    def append(self, record: dict[str, Any], encoded: dict[str, str] | None = None) -> None:
+        """Write one record as a line; `encoded` holds fields already serialised to JSON (a case
+        written with each of its checks is encoded once)."""
+        try:
+            text = json.dumps(record, sort_keys=True, allow_nan=False)
+        except ValueError:  # inf or nan somewhere: spelled as strings
+            text = json.dumps(json_safe(record), sort_keys=True)
+        if encoded:
+            fields = ",".join(f"{json.dumps(key)}:{value}" for key, value in encoded.items())
+            text = f"{text[:-1]}{',' if len(text) > 2 else ''}{fields}}}"
+        self._file.write(text + "\n")
         self._file.flush()
 
     def save_arrays(self, stem: str, arrays: dict[str, np.ndarray]) -> str:
@@ -71,8 +80,20 @@ class Store:
         self._file.close()
 
 
+def expand(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """An `example` record (one case on one target, every check) as one `outcome` record per check;
+    other records as they are.  The rerun line and artifact belong to the checks that did not pass."""
+    if record.get("kind") != "example":
+        return [record]
+    base = {k: v for k, v in record.items() if k not in ("kind", "checks", "repro", "artifact")}
+    extra = {k: record[k] for k in ("repro", "artifact") if k in record}
+    return [base | {"kind": "outcome"} | check | (extra if check.get("verdict") != "pass" else {})
+            for check in record.get("checks", [])]
+
+
 def read_outcomes(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
-    """All records of a run, in file order, and how many torn lines were skipped."""
+    """All records of a run, in file order, one per check (see `expand`), and how many torn
+    lines were skipped."""
     records: list[dict[str, Any]] = []
     torn = 0
     for path in sorted((run_dir / "outcomes").glob("*.jsonl")):
@@ -80,9 +101,11 @@ def read_outcomes(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError:
                 torn += 1
+                continue
+            records.extend(expand(record) if isinstance(record, dict) else [])
     return records, torn
 
 

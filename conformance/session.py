@@ -46,6 +46,10 @@ class ItemState:
     saved_known: set[str] = field(default_factory=set)
     failure_seen: bool = False
     examples: int = 0
+    plan_key: tuple[str, ...] = ()
+    drawn: list[Case] = field(default_factory=list)  # hypothesis' generated cases, in order, once each
+    settled: set[str] = field(default_factory=set)  # cases already checked without an unexpected failure
+    source: str = "hypothesis"  # "plan": replaying another target's cases; "shrink": hypothesis after that
 
 
 def _is_final_example() -> bool:
@@ -67,6 +71,9 @@ class ConformanceRun:
         self.replay = replay
         self.baselines = Baselines()
         self.item: ItemState | None = None
+        # Cases hypothesis drew for a (module, test, dtype, mode), replayed on the other targets.
+        self.plans: dict[tuple[str, ...], list[Case]] = {}
+        self.group_by = "variant"  # xdist grouping (plugin's --group-by)
         self._explicit_issue_files = known_issue_files
         self._issues_by_file: dict[Path, list[ki.KnownIssue]] = {}
         self._store: Store | None = None
@@ -120,7 +127,8 @@ class ConformanceRun:
         except ki.KnownIssuesError as exc:
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         applicable = [i for i in issues if i.applies_to(spec.name, target, dtype, mode)]
-        self.item = ItemState(item.nodeid, item.originalname, spec, self.targets[target], dtype, mode, applicable)
+        self.item = ItemState(item.nodeid, item.originalname, spec, self.targets[target], dtype, mode, applicable,
+                              plan_key=(str(item.path), item.originalname, dtype, mode))
         new = [i for i in issues if i.id not in self._issues_written]  # each entry once per outcome file
         self._issues_written.update(i.id for i in new)
         self.store.append({
@@ -134,6 +142,8 @@ class ConformanceRun:
         state, self.item = self.item, None
         if state is None or not passed:
             return None, None
+        if state.source == "hypothesis" and self.replay is None and state.drawn:
+            self.plans[state.plan_key] = state.drawn
         stale = [i for i in state.applicable
                  if i.strict and i.id in state.exercised and i.id not in state.reproduced]
         if stale:
@@ -164,6 +174,32 @@ class ConformanceRun:
             "pid": os.getpid(), "check": "crash", "verdict": "error", "phase": "item",
             "message": f"the worker process died while running this item: {message}"})
 
+    # -- cases shared across targets ---------------------------------------------------
+    def plan(self) -> list[Case] | None:
+        """The cases another target's item drew for this item's op, dtype and mode, if any.
+
+        Hypothesis costs about as much per example as a small case's op and reference
+        together, so it draws once per (op, dtype, mode) and the other targets run the same
+        cases: the cross-device comparison then always has its cpu baseline at hand too.
+        """
+        state = self.item
+        if state is None or self.replay is not None:
+            return None
+        return self.plans.get(state.plan_key)
+
+    def run_plan(self, cases: list[Case]) -> ConformanceFailure | None:
+        """Check the planned cases in order; the first unexpected failure is returned, not raised."""
+        state = self.item
+        assert state is not None
+        state.source = "plan"
+        for case in cases:
+            try:
+                self.check(state.spec, case)
+            except ConformanceFailure as failure:
+                state.source = "shrink"  # the caller now lets hypothesis find and shrink it
+                return failure
+        return None
+
     # -- per example -------------------------------------------------------------------
     def case_strategy(self, spec: OpSpec, dtype: str, mode: str) -> st.SearchStrategy[Case]:
         if self.replay is not None:
@@ -174,6 +210,10 @@ class ConformanceRun:
         """Run every check on one drawn case; raise if any fails outside the known issues."""
         state = self.item
         assert state is not None, "conformance tests run only inside the conformance plugin"
+        if case.key in state.settled:
+            return  # drawn again (choices differ, values do not): checking it again would find the same
+        if state.source == "hypothesis" and not state.failure_seen and self.replay is None:
+            state.drawn.append(case)  # generated (or the database's), before any shrinking: a plan
         result = check_case(spec, case, state.target, self.baselines, state.mode)
         if result.not_emulatable is not None:
             pytest.skip(f"not emulatable on a virtual device: {result.not_emulatable}")
@@ -194,10 +234,14 @@ class ConformanceRun:
                 matches[outcome.check] = issue
                 state.reproduced.add(issue.id)
         counted = "replay" if self.replay is not None else "explore"
-        if _is_final_example():
+        if state.source == "plan":
+            phase = "explore"  # each planned case once, as hypothesis' generation would have it
+        elif _is_final_example():
             phase = "replay" if self.replay is not None else "final"
-        elif unexpected or state.failure_seen:
-            phase = "shrink"  # hypothesis reruns the minimal failure as its final example
+        elif unexpected or state.failure_seen or state.source == "shrink":
+            # hypothesis reruns the minimal failure as its final example; after a planned case
+            # failed, its rerun of the earlier cases was counted already
+            phase = "shrink"
         else:
             phase = counted
         state.failure_seen = state.failure_seen or bool(unexpected)
@@ -207,6 +251,7 @@ class ConformanceRun:
         self._record_example(state, case, result, matches, phase, repro)
         if unexpected:
             raise ConformanceFailure(self._failure_message(state, case, unexpected, repro))
+        state.settled.add(case.key)
 
     def repro_command(self, nodeid: str, case: Case) -> str:
         return f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case.to_json())}"
@@ -228,7 +273,7 @@ class ConformanceRun:
         if result.failures and (keep or (new_known and phase == "explore")):
             artifact = self.store.save_arrays(state.nodeid, result.arrays)
             state.saved_known |= new_known
-        base = self._base_record(state.test, state.spec.name, state.target, state.dtype, state.mode)
+        checks = []
         for outcome in result.outcomes:
             issue = matches.get(outcome.check)
             verdict = "pass" if outcome.passed else ("known_issue" if issue else
@@ -236,17 +281,21 @@ class ConformanceRun:
             tolerance = outcome.tolerance.to_dict() if outcome.tolerance else None
             if tolerance is not None and outcome.passed:
                 tolerance.pop("reason", None)  # kept with failures; a pass needs only the numbers
-            record = base | {
-                "kind": "outcome", "nodeid": state.nodeid, "check": outcome.check, "verdict": verdict,
-                "phase": phase, "example": state.examples, "case": case.to_dict(),
+            check = {
+                "check": outcome.check, "verdict": verdict,
                 "metrics": outcome.metrics.to_dict() if outcome.metrics else None, "tolerance": tolerance,
                 "message": outcome.message, "traceback": outcome.traceback, "details": outcome.details,
                 "known_issue": issue.to_dict() if issue else None,
-                "repro": repro if not outcome.passed else None,
-                "artifact": artifact if not outcome.passed else None,
             }
-            # Empty fields are left out: a long run writes hundreds of thousands of these lines.
-            self.store.append({k: v for k, v in record.items() if v is not None and v != ""})
+            # Empty fields are left out: a long run writes hundreds of thousands of these.
+            checks.append({k: v for k, v in check.items() if v is not None and v != ""})
+        record = self._base_record(state.test, state.spec.name, state.target, state.dtype, state.mode) | {
+            "kind": "example", "nodeid": state.nodeid, "phase": phase, "example": state.examples, "checks": checks}
+        if repro is not None:
+            record["repro"] = repro
+        if artifact is not None:
+            record["artifact"] = artifact
+        self.store.append(record, encoded={"case": case.json})
 
     def _failure_message(self, state: ItemState, case: Case, failures: list[CheckOutcome], repro: str) -> str:
         lines = [f"{state.spec.name} on {state.target.name}{' (virtual)' if state.target.virtual else ''} "

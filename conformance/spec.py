@@ -71,8 +71,8 @@ def _default_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
 
 
 @st.composite
-def _cases(draw: st.DrawFn, spec: "OpSpec", dtype: str, mode: str) -> Case:
-    recipe = draw(spec.recipes_for(dtype, mode))
+def _cases(draw: st.DrawFn, spec: "OpSpec", recipes: st.SearchStrategy[Recipe], mode: str) -> Case:
+    recipe = draw(recipes)
     return Case(spec.name, recipe, draw(spec.params(recipe, mode)))
 
 
@@ -189,7 +189,7 @@ class OpSpec:
         return list(self.variants) or [(d, m) for d in self.dtypes for m in self.modes]
 
     def cases(self, dtype: str, mode: str) -> st.SearchStrategy[Case]:
-        return _cases(self, dtype, mode)
+        return _cases(self, self.recipes_for(dtype, mode), mode)
 
     def tolerance(self, check: str, dtype: str, mode: str, target: str) -> Tolerance:
         return pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)

@@ -384,6 +384,14 @@ def _ensure_device_guard() -> None:
         torch._C._ensureCUDADeviceGuardSet()
 
 
+def host_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """The harness's own read of a tensor's values on the host: a virtual tensor's data is
+    already there (no op runs, nothing is logged); a real device's is copied."""
+    if isinstance(tensor, VirtualTensor):
+        return tensor._inner
+    return tensor.detach().cpu()
+
+
 def to_virtual(value: Any, device: torch.device) -> Any:
     """A virtual copy of a host tensor (like `.to(device)`, which copies)."""
     _ensure_device_guard()

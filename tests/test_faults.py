@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance.results import read_outcomes
+
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
 FAULTY = '''
 import os, time
@@ -50,8 +52,7 @@ def project(pytester):
 
 
 def records(project):
-    folder = project.path / "reports" / "latest" / "outcomes"
-    rows = [json.loads(line) for path in folder.glob("*.jsonl") for line in path.read_text().splitlines()]
+    rows, _ = read_outcomes(project.path / "reports" / "latest")
     return [r for r in rows if r.get("kind") == "outcome"]
 
 
@@ -143,8 +144,7 @@ def test_the_ci_profile_gives_identical_cases_and_verdicts_twice(project):
     seen = []
     for name in ("first", "second"):
         project.runpytest_subprocess(*QUICK, "--run-name", name, "-k", "good or raising")
-        folder = project.path / "reports" / name / "outcomes"
-        rows = [json.loads(line) for p in folder.glob("*.jsonl") for line in p.read_text().splitlines()]
+        rows, _ = read_outcomes(project.path / "reports" / name)
         seen.append([(r["nodeid"], r["check"], r["verdict"], json.dumps(r.get("case"), sort_keys=True), r.get("phase"))
                      for r in rows if r.get("kind") == "outcome"])
     assert seen[0] == seen[1] and len(seen[0]) > 10
@@ -159,14 +159,3 @@ def test_virtual_findings_can_be_warnings_for_the_gate(project):
     warned = project.runpytest_subprocess(*args, "--virtual-findings=warn", "-rx")
     warned.assert_outcomes(failed=1, xfailed=1)  # the cpu failure still fails the gate
     assert "virtual-target finding, a warning under --virtual-findings=warn: raising on vcuda:1" in warned.stdout.str()
-
-
-def test_loadgroup_keeps_each_worker_on_one_target(project):
-    project.makepyfile(test_faulty=FAULTY)
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=3",
-                                          "--targets=cpu,vcuda:1", "-k", "good", "-n", "2", "--dist", "loadgroup")
-    result.assert_outcomes(passed=2)
-    folder = project.path / "reports" / "latest" / "outcomes"
-    targets_by_worker = {p.stem: {json.loads(line).get("target") for line in p.read_text().splitlines()} - {None}
-                         for p in folder.glob("gw*.jsonl")}
-    assert sorted(map(len, targets_by_worker.values())) == [1, 1]

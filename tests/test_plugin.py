@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance.results import read_outcomes
+
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=15", "--targets=cpu"]
 
@@ -44,8 +46,7 @@ def test_a_planted_bug_fails_with_the_check_the_metric_and_a_rerun_line(project)
     again = project.runpytest_subprocess("-p", "no:cacheprovider", *args)
     assert again.ret == 1
     again.assert_outcomes(failed=1)
-    records = [json.loads(line) for line in
-               (project.path / "reports" / "latest" / "outcomes" / "main.jsonl").read_text().splitlines()]
+    records, _ = read_outcomes(project.path / "reports" / "latest")
     replayed = [r for r in records if r.get("phase") == "replay"]
     assert {r["check"] for r in replayed} == {"placement", "invariants", "reference"} and len(replayed) == 3
 

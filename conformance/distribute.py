@@ -1,0 +1,101 @@
+"""pytest-xdist integration: which items share a worker, and surviving a worker that dies.
+
+Items carry an `xdist_group` mark (see the plugin's parametrization).  Grouped by variant,
+one worker runs an op/dtype/mode on every target, so hypothesis draws its cases once and the
+input, reference and cpu output are computed once; grouped by target, a worker keeps to one
+device (several real GPUs).  `-n N` alone means xdist's "load", which ignores groups, so
+"loadgroup" is used unless the user chose a mode.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+
+def group_by(chosen: str, targets: list[Any]) -> str:
+    """'target' or 'variant' for --group-by (auto: per target with two or more real accelerators)."""
+    if chosen != "auto":
+        return chosen
+    real_accelerators = [t for t in targets if t.is_accelerator and not t.virtual]
+    return "target" if len(real_accelerators) >= 2 else "variant"
+
+
+def dist_chosen(config: pytest.Config) -> bool:
+    """Whether the user named a distribution mode (--dist, -d) anywhere pytest reads options."""
+    words = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(),
+             *config.getini("addopts")]
+    return any(w == "-d" or w.startswith("--dist") for w in map(str, words))
+
+
+def configure(config: pytest.Config, run: Any) -> None:
+    if getattr(config.option, "dist", "no") == "load" and not dist_chosen(config):
+        config.option.dist = "loadgroup"  # -n alone means "load", which ignores the groups
+    config.pluginmanager.register(XdistHooks(run), "conformance-xdist")
+
+
+class XdistHooks:
+    """Hands the controller's run folder to every worker; records items whose worker died."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput["conformance_run_dir"] = str(self.run.run_dir)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """On the controller: a worker that died mid-item (os.abort, a segfault) is recorded."""
+        text = str(report.longrepr) if report.failed else ""
+        if "crashed while running" in text and not hasattr(self.run, "workerinput"):
+            self.run.record_crash(report.nodeid, text.strip().splitlines()[-1])
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
+        if config.getvalue("dist") == "loadgroup":
+            return _group_scheduling(self.run)(config, log)
+        return None
+
+
+def group_of(nodeid: str, targets: Any, by: str) -> str | None:
+    """The group of a conformance item, read from its id `path::test[<target>-<dtype>-<mode>]`;
+    None for other tests."""
+    head, bracket, params = nodeid.partition("[")
+    target, _, variant = params.rstrip("]").partition("-")
+    if not bracket or target not in targets or not variant:
+        return None
+    return target if by == "target" else f"{head}[{variant}]"
+
+
+def _group_scheduling(run: Any):
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ConformanceGroupScheduling(LoadGroupScheduling):
+        """xdist's loadgroup, with two changes.
+
+        Groups come from conformance item ids: xdist passes `xdist_group` marks to the
+        controller as a node-id suffix, which pytest 9.2 no longer lets it set (the marks are
+        silently ignored: pytest-xdist#1386).  And an item whose worker died is not handed to
+        the replacement worker: xdist requeues the dead worker's whole group, crashed item
+        included, so an item that aborts the process would kill every worker in turn.
+        """
+
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            if scope != nodeid:  # xdist's own suffix, where it works
+                return scope
+            return group_of(nodeid, run.targets, run.group_by) or nodeid
+
+        def remove_node(self, node):
+            workload = self.assigned_work.pop(node)
+            pending = [(scope, nodeid) for scope, unit in workload.items() for nodeid, done in unit.items() if not done]
+            if not pending:
+                return None  # a worker that finished
+            scope, crashed = pending[0]  # items run in order: the first unfinished one was running
+            workload[scope][crashed] = True  # done: the controller reports it as crashed
+            self.workqueue.update({s: unit for s, unit in workload.items() if not all(unit.values())})
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashed
+
+    return ConformanceGroupScheduling

@@ -1,0 +1,85 @@
+"""Cases are drawn once per op, dtype and mode and run on every target; workers keep a variant together."""
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from conformance.results import read_outcomes
+
+PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
+CASES = '''
+from planted_ops import *
+
+def wide_inputs_break_on_cuda_1(image, params):
+    """Right everywhere except on cuda:1, for inputs wider than 10 pixels."""
+    out = good_resize(image, params)
+    return out + 1 if image.device.type == "cuda" and image.device.index == 1 and image.shape[-1] > 10 else out
+
+test_good = make_spec("good", good_resize).test()
+test_device_bug = make_spec("device_bug", wide_inputs_break_on_cuda_1, dtypes=("float32",)).test()
+'''
+
+
+def _project(pytester):
+    pytester.makepyfile(planted_ops=PLANTED, test_cases=CASES)
+    return pytester
+
+
+def _records(pytester):
+    rows, _ = read_outcomes(pytester.path / "reports" / "latest")
+    return [r for r in rows if r.get("kind") == "outcome"]
+
+
+def _cases_by_item(records, phases=("explore",)):
+    cases = defaultdict(list)
+    for record in records:
+        if record["phase"] in phases and record["check"] == "placement":
+            cases[record["nodeid"]].append(json.dumps(record["case"], sort_keys=True))
+    return cases
+
+
+def test_every_target_runs_the_cases_hypothesis_drew_once_even_in_a_random_profile(pytester):
+    result = _project(pytester).runpytest_subprocess(
+        "-p", "no:cacheprovider", "--hypothesis-profile=dev", "--max-examples=12", "--targets=cpu,vcuda:0,vcuda:1",
+        "-k", "good", "--hypothesis-seed=7")
+    result.assert_outcomes(passed=6)
+    cases = _cases_by_item(_records(pytester))
+    for dtype in ("uint8", "float32"):
+        drawn = [cases[f"test_cases.py::test_good[{t}-{dtype}-bilinear]"] for t in ("cpu", "vcuda:0", "vcuda:1")]
+        assert len(drawn[0]) >= 10 and drawn[0] == drawn[1] == drawn[2]
+        assert len(set(drawn[0])) == len(drawn[0])  # a case hypothesis happens to draw twice is checked once
+
+
+def test_a_planned_case_that_fails_on_one_target_is_found_again_and_shrunk(pytester):
+    result = _project(pytester).runpytest_subprocess(
+        "-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=30", "--targets=cpu,vcuda:1",
+        "-k", "device_bug")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "device_bug on vcuda:1 (virtual) [float32, bilinear]" in out
+    shrunk = next(line for line in result.stdout.lines if " case: {" in line)
+    assert json.loads(shrunk.split("case: ", 1)[1])["recipe"]["width"] == 11  # the smallest failing width
+    records = _records(pytester)
+    counted = _cases_by_item(records, ("explore", "final"))
+    cpu, device = counted["test_cases.py::test_device_bug[cpu-float32-bilinear]"], \
+        counted["test_cases.py::test_device_bug[vcuda:1-float32-bilinear]"]
+    # the planned cases up to the first failure, then hypothesis' minimal example; its rerun of them is not counted
+    first_failure = next(i for i, r in enumerate(r for r in records if r["target"] == "vcuda:1" and
+                                                 r["check"] == "reference" and r["phase"] == "explore")
+                         if r["verdict"] == "fail")
+    assert device[:-1] == cpu[:first_failure + 1] and json.loads(device[-1])["recipe"]["width"] == 11
+
+
+def test_workers_keep_a_variant_together_by_default_or_a_target_together_when_asked(pytester):
+    project = _project(pytester)
+    common = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=3", "--targets=cpu,vcuda:1",
+              "-k", "good", "-n", "2"]
+    project.runpytest_subprocess(*common).assert_outcomes(passed=4)  # no --dist: the plugin's grouping applies
+    worker_of = {r["nodeid"]: r["worker"] for r in _records(project)}
+    for dtype in ("uint8", "float32"):
+        assert worker_of[f"test_cases.py::test_good[cpu-{dtype}-bilinear]"] == \
+            worker_of[f"test_cases.py::test_good[vcuda:1-{dtype}-bilinear]"]
+    project.runpytest_subprocess(*common, "--group-by=target").assert_outcomes(passed=4)
+    targets_by_worker = defaultdict(set)
+    for record in _records(project):
+        targets_by_worker[record["worker"]].add(record["target"])
+    assert sorted(map(len, targets_by_worker.values())) == [1, 1]
