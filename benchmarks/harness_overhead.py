@@ -1,13 +1,16 @@
 """Harness cost against a bare loop, on the same fixed cases and targets.
 
 (a) runs pytest with the ci profile on case modules (default: all of cases/) on the selected
-    targets (default: every target, as the ci profile runs them), timing the whole process;
-(b) reads back exactly which case ran on which target in that session (from its outcome
-    records) and runs them as a bare loop in a fresh process: per case, make the input and
-    compute the reference once; per target, put the input there, call the op (build and move
-    the module for module ops), copy the output back and compare it with the reference in
-    float64.  Its process time is timed the same way, imports included.
-Prints both times and the ratio (a)/(b).
+    targets (default: every target, as the ci profile runs them), timing the whole process:
+    hypothesis draws the cases;
+(b) runs pytest again with `--cases-from` that run: the same cases on the same targets, given
+    instead of drawn, so this is the harness's own cost (checks, store, summary, report);
+(c) reads back exactly which case ran on which target and runs them as a bare loop in a fresh
+    process: per case, make the input and compute the reference once; per target, put the
+    input there, call the op (build and move the module for module ops), copy the output back
+    and compare it with the reference in float64.  Its process is timed the same way, imports
+    included.
+Prints the times and the ratios (a)/(c) and (b)/(c).
 
     python benchmarks/harness_overhead.py                      # the ci profile: cases/, every target
     python benchmarks/harness_overhead.py cases/test_resize.py --targets cpu --max-examples 20
@@ -25,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def harness(modules: list[str], targets: str, reports: Path, extra: list[str]) -> float:
+def harness(modules: list[str], targets: str, reports: Path, name: str, extra: list[str]) -> float:
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", *modules, "-q", "-p", "no:cacheprovider",
                            "--hypothesis-profile=ci", f"--targets={targets}", f"--reports-dir={reports}",
-                           "--run-name=bench", *extra], capture_output=True, text=True, cwd=ROOT)
+                           f"--run-name={name}", *extra], capture_output=True, text=True, cwd=ROOT)
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):
         sys.exit(f"the harness run failed (exit {done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
@@ -133,15 +136,19 @@ def main() -> None:
     args, extra = parser.parse_known_args()
     modules = args.modules or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cases").glob("test_*.py"))
     with tempfile.TemporaryDirectory() as tmp:
-        seconds = harness(modules, args.targets, Path(tmp), extra)
-        work = checked_work(Path(tmp) / "bench")
+        drawing = harness(modules, args.targets, Path(tmp), "drawn", extra)
+        given = harness(modules, args.targets, Path(tmp), "given", [*extra, f"--cases-from={Path(tmp) / 'drawn'}"])
+        work = checked_work(Path(tmp) / "drawn")
+        if checked_work(Path(tmp) / "given") != work:
+            sys.exit("the --cases-from run did not check the same cases on the same targets")
         work_file = Path(tmp) / "work.json"
         work_file.write_text(json.dumps(work))
         loop = bare(work_file, modules)
     runs = sum(len(e["targets"]) for e in work)
-    print(f"{len(work)} cases, {runs} case-target runs on {args.targets}: harness process {seconds:.1f} s "
-          f"(pytest + hypothesis + every check + store + summary + report), bare-loop process {loop:.1f} s, "
-          f"ratio {seconds / loop:.2f}x")
+    print(f"{len(work)} cases, {runs} case-target runs on {args.targets}; whole processes, imports included:")
+    print(f"  bare loop                                      {loop:6.1f} s")
+    print(f"  harness, cases given (--cases-from)            {given:6.1f} s  ratio {given / loop:.2f}x")
+    print(f"  harness, cases drawn by hypothesis (ci run)    {drawing:6.1f} s  ratio {drawing / loop:.2f}x")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,19 @@ def dist_chosen(config: pytest.Config) -> bool:
 def configure(config: pytest.Config, run: Any) -> None:
     if getattr(config.option, "dist", "no") == "load" and not dist_chosen(config):
         config.option.dist = "loadgroup"  # -n alone means "load", which ignores the groups
+    workers = getattr(config.option, "numprocesses", None)
+    if isinstance(workers, int) and workers > 1:
+        share_threads(workers)
     config.pluginmanager.register(XdistHooks(run), "conformance-xdist")
+
+
+def share_threads(workers: int) -> None:
+    """Before the workers start (they inherit the environment): each gets its share of the cores
+    for numpy's BLAS and OpenMP too, not only torch's pool; N workers each running all-core
+    pools oversubscribe the machine.  Values the user set are kept."""
+    share = str(max(1, (os.cpu_count() or 1) // workers))
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, share)
 
 
 class XdistHooks:

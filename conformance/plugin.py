@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from conformance import distribute, profiles
+from conformance import distribute, overrides, profiles
 from conformance.environment import header_lines
 from conformance.known_issues import KnownIssuesError
 from conformance.recipes import Case, RecipeError
-from conformance.results import format_table, read_outcomes, write_summary
+from conformance.results import SavedCasesError, format_table, read_outcomes, saved_cases, write_summary
 from conformance.session import ConformanceFailure, ConformanceRun, default_run_name, unique_run_dir
 from conformance.targets import TargetSelectionError, discover, select
 
@@ -46,11 +46,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(default 60; 0 = none; env CONFORMANCE_CASE_TIMEOUT)")
     group.addoption("--replay", default=None, metavar="CASE",
                     help="run exactly one saved case: its JSON, or a path to a .json file")
+    group.addoption("--cases-from", default=None, metavar="RUN",
+                    help="check exactly the cases an earlier run checked (its run folder or an outcomes/*.jsonl "
+                         "file), on this run's targets, instead of drawing new ones; items it has no cases for "
+                         "are skipped")
     group.addoption("--reports-dir", default=None, metavar="DIR",
                     help="where runs are stored (default: <rootdir>/reports; env CONFORMANCE_REPORTS)")
     group.addoption("--run-name", default=None, metavar="NAME", help="name of this run's folder (default: a timestamp)")
     group.addoption("--max-examples", type=int, default=None, metavar="N",
                     help="override the hypothesis profile's max_examples for this session (quick smoke runs)")
+    group.addoption("--tolerances", default=None, metavar="FILE",
+                    help="tolerance overrides (TOML [[tolerance]] tables, see conformance/overrides.py), "
+                         "tried before each op's own rules")
     group.addoption("--known-issues", action="append", default=[], metavar="FILE",
                     help="known-issues TOML file(s); default: known_issues.toml beside each case module")
 
@@ -156,6 +163,19 @@ def pytest_configure(config: pytest.Config) -> None:
     except KnownIssuesError as exc:
         raise pytest.UsageError(str(exc)) from None
     run.group_by = distribute.group_by(config.getoption("group_by"), targets)
+    tolerances = config.getoption("tolerances")
+    try:
+        overrides.install(overrides.load(Path(tolerances)) if tolerances is not None else [])
+    except overrides.OverridesError as exc:
+        raise pytest.UsageError(f"--tolerances: {exc}") from None
+    cases_from = config.getoption("cases_from")
+    if cases_from is not None:
+        if run.replay is not None:
+            raise pytest.UsageError("--cases-from and --replay cannot be combined: choose one source of cases")
+        try:
+            run.use_saved_cases(Path(cases_from), saved_cases(Path(cases_from)))
+        except SavedCasesError as exc:
+            raise pytest.UsageError(f"--cases-from: {exc}") from None
     config.stash[RUN_KEY] = run
     config.addinivalue_line("markers", "xdist_group(name): pytest-xdist's grouping (see --group-by)")
     if config.pluginmanager.hasplugin("xdist"):
@@ -251,6 +271,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         return None
     run = pyfuncitem.config.stash[RUN_KEY]
     cases = run.plan()
+    if cases is None and run.cases_from is not None:
+        pytest.skip(f"--cases-from {run.cases_from} has no cases for this item")
     if cases is None:
         return None
     failure = run.run_plan(cases)

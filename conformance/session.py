@@ -74,6 +74,7 @@ class ConformanceRun:
         # Cases hypothesis drew for a (module, test, dtype, mode), replayed on the other targets.
         self.plans: dict[tuple[str, ...], list[Case]] = {}
         self.group_by = "variant"  # xdist grouping (plugin's --group-by)
+        self.cases_from: Path | None = None  # --cases-from: only these cases, no drawing
         self._explicit_issue_files = known_issue_files
         self._issues_by_file: dict[Path, list[ki.KnownIssue]] = {}
         self._store: Store | None = None
@@ -128,7 +129,7 @@ class ConformanceRun:
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         applicable = [i for i in issues if i.applies_to(spec.name, target, dtype, mode)]
         self.item = ItemState(item.nodeid, item.originalname, spec, self.targets[target], dtype, mode, applicable,
-                              plan_key=(str(item.path), item.originalname, dtype, mode))
+                              plan_key=(item.nodeid.split("::")[0], item.originalname, dtype, mode))
         new = [i for i in issues if i.id not in self._issues_written]  # each entry once per outcome file
         self._issues_written.update(i.id for i in new)
         self.store.append({
@@ -186,6 +187,10 @@ class ConformanceRun:
         if state is None or self.replay is not None:
             return None
         return self.plans.get(state.plan_key)
+
+    def use_saved_cases(self, source: Path, plans: dict[tuple[str, ...], list[Case]]) -> None:
+        self.cases_from = source
+        self.plans.update(plans)
 
     def run_plan(self, cases: list[Case]) -> ConformanceFailure | None:
         """Check the planned cases in order; the first unexpected failure is returned, not raised."""

@@ -192,7 +192,11 @@ class OpSpec:
         return _cases(self, self.recipes_for(dtype, mode), mode)
 
     def tolerance(self, check: str, dtype: str, mode: str, target: str) -> Tolerance:
-        return pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)
+        """The user's override (--tolerances) if one matches, else the first of this op's rules."""
+        from conformance import overrides
+
+        chosen = overrides.pick(self.name, check, dtype, mode, target)
+        return chosen or pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)
 
     def test(self) -> Callable[..., None]:
         """The pytest test function for this op (assign it to `test_<name>`)."""

@@ -226,3 +226,16 @@ def test_every_session_writes_the_html_report_and_junitxml_still_works(project):
     assert "sprinkled on cpu [uint8, bilinear]" in (latest / "index.html").read_text()
     assert (project.path / "junit.xml").read_text().count("<testcase") == 1
     assert summary(project)["schema"] == "conformance.summary/1"
+
+
+def test_a_known_failure_costs_no_shrinking(project):
+    """Hypothesis shrinks only what raises; a failure a known issue explains does not raise."""
+    write_cases(project, shifted="shifted_resize")
+    run(project, "--run-name=unknown").assert_outcomes(failed=2)
+    (project.path / "known_issues.toml").write_text(
+        '[[issue]]\nid = "shift"\nop = "shifted"\nlink = "https://example.org/shift"\nreason = "planted"\n')
+    run(project, "--run-name=known").assert_outcomes(xfailed=2)
+    phases = {name: [r["phase"] for r in read_outcomes(project.path / "reports" / name)[0] if r.get("kind") == "outcome"]
+              for name in ("unknown", "known")}
+    assert phases["unknown"].count("shrink") > 0  # without the entry hypothesis minimises the failure
+    assert set(phases["known"]) == {"explore"}  # with it: every example explored once, nothing shrunk

@@ -32,7 +32,7 @@ def _records(pytester):
 def _cases_by_item(records, phases=("explore",)):
     cases = defaultdict(list)
     for record in records:
-        if record["phase"] in phases and record["check"] == "placement":
+        if record.get("phase") in phases and record.get("check") == "placement":
             cases[record["nodeid"]].append(json.dumps(record["case"], sort_keys=True))
     return cases
 
@@ -83,3 +83,34 @@ def test_workers_keep_a_variant_together_by_default_or_a_target_together_when_as
     for record in _records(project):
         targets_by_worker[record["worker"]].add(record["target"])
     assert sorted(map(len, targets_by_worker.values())) == [1, 1]
+
+
+def test_cases_from_an_earlier_run_are_checked_again_exactly_and_nothing_is_drawn(pytester):
+    project = _project(pytester)
+    quick = ["-p", "no:cacheprovider", "--max-examples=8", "--targets=cpu,vcuda:1", "-k", "good"]
+    project.runpytest_subprocess(*quick, "--hypothesis-profile=ci", "--run-name=first").assert_outcomes(passed=4)
+    first = _cases_by_item(read_outcomes(project.path / "reports" / "first")[0])
+    # a random profile would draw other cases: the saved ones are run instead, on every target
+    again = project.runpytest_subprocess(*quick, "--hypothesis-profile=dev", "--run-name=again",
+                                         "--cases-from=reports/first", "-k", "good or device_bug")
+    again.assert_outcomes(passed=4, skipped=1)  # device_bug has no saved cases
+    assert "--cases-from reports/first has no cases for this item" in again.stdout.str() + str(
+        read_outcomes(project.path / "reports" / "again")[0])
+    assert _cases_by_item(read_outcomes(project.path / "reports" / "again")[0]) == first
+
+
+def test_a_bad_cases_source_is_a_one_line_usage_error(pytester):
+    project = _project(pytester)
+    outcomes = project.path / "run" / "outcomes"
+    outcomes.mkdir(parents=True)
+    (outcomes / "main.jsonl").write_text('{"kind": "item"}\nnot json\n{"kind": "item"}\n')
+    (project.path / "empty").mkdir()
+    for args, message in [
+        (["--cases-from=nowhere"], "no such run folder or outcomes file: 'nowhere'"),
+        (["--cases-from=empty"], "holds no outcomes/*.jsonl (not a run folder)"),
+        (["--cases-from=run"], "main.jsonl:2: not a JSON record"),
+        (["--cases-from=run", "--replay", '{"op": "good", "recipe": {"height": 2, "width": 2}}'], "cannot be combined"),
+    ]:
+        result = project.runpytest_subprocess("-p", "no:cacheprovider", *args)
+        assert result.ret == 4, args
+        assert message in result.stderr.str() and "Traceback" not in result.stderr.str(), args
