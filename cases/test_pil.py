@@ -39,7 +39,7 @@ def pil_as_tensor(image: Any) -> torch.Tensor:
     """A PIL image as a C x H x W tensor, read with numpy (independent of torchvision)."""
     array = np.asarray(image)
     array = array[..., None] if array.ndim == 2 else array
-    return torch.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1)))
+    return torch.from_numpy(array.transpose(2, 0, 1).copy())  # PIL's array is read-only: copy it
 
 
 def saved_like_save_image(image: np.ndarray) -> np.ndarray:
