@@ -1,10 +1,11 @@
-"""pytest-xdist integration: which items share a worker, and surviving a worker that dies.
+"""pytest-xdist integration: which items share a worker, each worker's share of the cores,
+and surviving a worker that dies.
 
-Items carry an `xdist_group` mark (see the plugin's parametrization).  Grouped by variant,
-one worker runs an op/dtype/mode on every target, so hypothesis draws its cases once and the
-input, reference and cpu output are computed once; grouped by target, a worker keeps to one
-device (several real GPUs).  `-n N` alone means xdist's "load", which ignores groups, so
-"loadgroup" is used unless the user chose a mode.
+Grouped by variant, one worker runs an op/dtype/mode on every target, so hypothesis draws its
+cases once and the input, reference and cpu output are computed once; grouped by target, a
+worker keeps to one device (several real GPUs).  Groups are read from the test ids by the
+plugin's scheduler.  `-n N` alone means xdist's "load", which ignores groups, so "loadgroup"
+is used unless the user chose a mode.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import os
 from typing import Any
 
 import pytest
+
+from conformance.spec import parse_item_id, variant_key
 
 
 def group_by(chosen: str, targets: list[Any]) -> str:
@@ -36,6 +39,13 @@ def configure(config: pytest.Config, run: Any) -> None:
     if isinstance(workers, int) and workers > 1:
         share_threads(workers)
     config.pluginmanager.register(XdistHooks(run), "conformance-xdist")
+
+
+def share_torch_threads(workers: int) -> None:
+    """In a worker: its share of the cores for torch's intra-op pool."""
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, workers)))
 
 
 def share_threads(workers: int) -> None:
@@ -70,13 +80,12 @@ class XdistHooks:
 
 
 def group_of(nodeid: str, targets: Any, by: str) -> str | None:
-    """The group of a conformance item, read from its id `path::test[<target>-<dtype>-<mode>]`;
-    None for other tests."""
-    head, bracket, params = nodeid.partition("[")
-    target, _, variant = params.rstrip("]").partition("-")
-    if not bracket or target not in targets or not variant:
+    """The group of a conformance item, read from its test id; None for other tests."""
+    parsed = parse_item_id(nodeid)
+    if parsed is None or parsed[2] not in targets:
         return None
-    return target if by == "target" else f"{head}[{variant}]"
+    module, test, target, dtype, mode = parsed
+    return target if by == "target" else "::".join(variant_key(nodeid, test, dtype, mode))
 
 
 def _group_scheduling(run: Any):
@@ -85,18 +94,15 @@ def _group_scheduling(run: Any):
     class ConformanceGroupScheduling(LoadGroupScheduling):
         """xdist's loadgroup, with two changes.
 
-        Groups come from conformance item ids: xdist passes `xdist_group` marks to the
-        controller as a node-id suffix, which pytest 9.2 no longer lets it set (the marks are
-        silently ignored: pytest-xdist#1386).  And an item whose worker died is not handed to
+        Conformance items are grouped by their test ids, not by `xdist_group` marks: xdist passes
+        marks to the controller as a node-id suffix, which pytest 9.2 no longer lets it set (the
+        marks are silently ignored: pytest-xdist#1386); other tests keep xdist's grouping.  And an item whose worker died is not handed to
         the replacement worker: xdist requeues the dead worker's whole group, crashed item
         included, so an item that aborts the process would kill every worker in turn.
         """
 
         def _split_scope(self, nodeid: str) -> str:
-            scope = super()._split_scope(nodeid)
-            if scope != nodeid:  # xdist's own suffix, where it works
-                return scope
-            return group_of(nodeid, run.targets, run.group_by) or nodeid
+            return group_of(nodeid, run.targets, run.group_by) or super()._split_scope(nodeid)
 
         def remove_node(self, node):
             workload = self.assigned_work.pop(node)

@@ -34,10 +34,7 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
-    import tomli as tomllib
+from conformance.tables import check_fields, read_entries
 
 _LIST_FIELDS = ("targets", "dtypes", "modes", "checks")
 _FIELDS = {"id", "op", "link", "reason", "strict", "versions", "where", "match", *_LIST_FIELDS}
@@ -98,15 +95,8 @@ class KnownIssue:
         return {"id": self.id, "link": self.link, "reason": self.reason, "strict": self.strict}
 
 
-def _parse_entry(raw: object, where: str) -> KnownIssue:
-    if not isinstance(raw, dict):
-        raise KnownIssuesError(f"{where}: each [[issue]] must be a table")
-    unknown = set(raw) - _FIELDS
-    if unknown:
-        raise KnownIssuesError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(_FIELDS)}")
-    for name in ("id", "op", "link", "reason"):
-        if not isinstance(raw.get(name), str) or not raw[name].strip():
-            raise KnownIssuesError(f"{where}: field {name!r} is required and must be a non-empty string")
+def _parse_entry(raw: dict, where: str) -> KnownIssue:
+    check_fields(raw, _FIELDS, ("id", "op", "link", "reason"), where, KnownIssuesError)
     if not raw["link"].startswith(_LINK_PREFIXES):
         raise KnownIssuesError(f"{where}: link must be an http(s) URL or a docs/ path, got {raw['link']!r}")
     values: dict[str, object] = {k: raw[k] for k in ("id", "op", "link", "reason")}
@@ -147,19 +137,7 @@ def _parse_entry(raw: object, where: str) -> KnownIssue:
 
 def load(path: Path) -> list[KnownIssue]:
     """Parse one file; any defect is a KnownIssuesError naming the file and entry."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KnownIssuesError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise KnownIssuesError(f"{path}: not valid TOML: {exc}") from None
-    unknown = set(data) - {"issue"}
-    if unknown:
-        raise KnownIssuesError(f"{path}: unknown top-level key(s) {sorted(unknown)}; use [[issue]] tables")
-    entries = data.get("issue", [])
-    if not isinstance(entries, list):
-        raise KnownIssuesError(f"{path}: 'issue' must be an array of tables ([[issue]])")
-    issues = [_parse_entry(raw, f"{path} [[issue]] #{n + 1}") for n, raw in enumerate(entries)]
+    issues = [_parse_entry(raw, where) for raw, where in read_entries(path, "issue", KnownIssuesError)]
     seen: set[str] = set()
     for issue in issues:
         if issue.id in seen:

@@ -17,6 +17,7 @@ from conformance.environment import header_lines
 from conformance.known_issues import KnownIssuesError
 from conformance.recipes import Case, RecipeError
 from conformance.results import SavedCasesError, format_table, read_outcomes, saved_cases, write_summary
+from conformance.spec import item_params_id
 from conformance.session import ConformanceFailure, ConformanceRun, default_run_name, unique_run_dir
 from conformance.targets import TargetSelectionError, discover, select
 
@@ -112,13 +113,6 @@ def _default_issue_files(config: pytest.Config) -> list[Path]:
     return sorted(found)
 
 
-def _share_cores(workers: int) -> None:
-    """Give each xdist worker its share of the cores: N workers x all-core torch pools oversubscribe."""
-    import torch
-
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, workers)))
-
-
 def _run_dir(config: pytest.Config) -> Path:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "conformance_run_dir" in workerinput:
@@ -150,7 +144,7 @@ def pytest_configure(config: pytest.Config) -> None:
     to_validate = issue_files or _default_issue_files(config)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        _share_cores(int(workerinput.get("workercount", 1)))
+        distribute.share_torch_threads(int(workerinput.get("workercount", 1)))
     run = ConformanceRun(
         targets=targets,
         run_dir=_run_dir(config),
@@ -177,7 +171,6 @@ def pytest_configure(config: pytest.Config) -> None:
         except SavedCasesError as exc:
             raise pytest.UsageError(f"--cases-from: {exc}") from None
     config.stash[RUN_KEY] = run
-    config.addinivalue_line("markers", "xdist_group(name): pytest-xdist's grouping (see --group-by)")
     if config.pluginmanager.hasplugin("xdist"):
         distribute.configure(config, run)
 
@@ -204,22 +197,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     run = metafunc.config.stash[RUN_KEY]
     unmet = spec.unmet_requirement()
 
-    def marks(target: str, variant: str) -> list[pytest.MarkDecorator]:
-        # With `--dist loadgroup` a group runs in one worker: per target, a worker keeps to one
-        # device; per variant, a worker shares one variant's draws and baselines across targets.
-        # (xdist reads the group from the end of the node id: a name must not hold "]" or "@")
-        grouped = [pytest.mark.xdist_group(name=target if run.group_by == "target" else variant)]
+    def marks(target: str) -> list[pytest.MarkDecorator]:
         if unmet:
-            return [pytest.mark.skip(reason=unmet), *grouped]
+            return [pytest.mark.skip(reason=unmet)]
         if run.targets[target].virtual and spec.needs_real_device:
-            return [pytest.mark.skip(reason=f"not emulatable on a virtual device: {spec.needs_real_device}"), *grouped]
-        return grouped
+            return [pytest.mark.skip(reason=f"not emulatable on a virtual device: {spec.needs_real_device}")]
+        return []
 
     # Targets vary fastest: one variant's items run back to back in a worker, so its drawn
     # cases, reference and cpu baseline are computed once and still cached for the others.
     params = [
-        pytest.param(target, dtype, mode, id=f"{target}-{dtype}-{mode}",
-                     marks=marks(target, f"{metafunc.module.__name__}.{spec.name}:{dtype}:{mode}"))
+        pytest.param(target, dtype, mode, id=item_params_id(target, dtype, mode), marks=marks(target))
         for dtype, mode in spec.variant_pairs()
         for target in run.targets
     ]
@@ -290,6 +278,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if spec is not None and report.skipped and not hasattr(report, "wasxfail") and report.when in ("setup", "call"):
         params = item.callspec.params  # type: ignore[attr-defined]
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")  # pytest's prefix for a skip raised inside the test
         item.config.stash[RUN_KEY].record_skip(item, params["target"], params["dtype"], params["mode"], reason)
     return report
 

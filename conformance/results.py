@@ -15,6 +15,7 @@ import json
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -91,21 +92,31 @@ def expand(record: dict[str, Any]) -> list[dict[str, Any]]:
             for check in record.get("checks", [])]
 
 
+def _lines(path: Path) -> Iterator[tuple[int, bool, dict[str, Any] | None]]:
+    """(line number, is it the last line, the record or None where the line is not a JSON object)
+    for each non-blank line of an outcomes file."""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        yield number, number == len(lines), record if isinstance(record, dict) else None
+
+
 def read_outcomes(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
     """All records of a run, in file order, one per check (see `expand`), and how many torn
     lines were skipped."""
     records: list[dict[str, Any]] = []
     torn = 0
     for path in sorted((run_dir / "outcomes").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+        for _, _, record in _lines(path):
+            if record is None:
                 torn += 1
-                continue
-            records.extend(expand(record) if isinstance(record, dict) else [])
+            else:
+                records.extend(expand(record))
     return records, torn
 
 
@@ -239,6 +250,7 @@ def saved_cases(source: Path) -> dict[tuple[str, str, str, str], list[Any]]:
     killed mid-write).
     """
     from conformance.recipes import Case, RecipeError
+    from conformance.spec import variant_key
 
     if source.is_dir():
         files = sorted((source / "outcomes").glob("*.jsonl"))
@@ -251,22 +263,17 @@ def saved_cases(source: Path) -> dict[tuple[str, str, str, str], list[Any]]:
     plans: dict[tuple[str, str, str, str], list[Any]] = {}
     seen: set[tuple] = set()
     for path in files:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if number == len(lines):
+        for number, last, record in _lines(path):
+            if record is None:
+                if last:
                     continue
-                raise SavedCasesError(f"{path}:{number}: not a JSON record ({exc.msg})") from None
-            for outcome in expand(record) if isinstance(record, dict) else []:
+                raise SavedCasesError(f"{path}:{number}: not a JSON record")
+            for outcome in expand(record):
                 if outcome.get("phase") not in ("explore", "final", "replay") or "case" not in outcome:
                     continue
                 try:
-                    key = (str(outcome["nodeid"]).split("::")[0], str(outcome["test"]), str(outcome["dtype"]),
-                           str(outcome["mode"]))
+                    key = variant_key(str(outcome["nodeid"]), str(outcome["test"]), str(outcome["dtype"]),
+                                      str(outcome["mode"]))
                     case = Case.from_json(json.dumps(outcome["case"]))
                 except (KeyError, TypeError, RecipeError) as exc:
                     raise SavedCasesError(f"{path}:{number}: not a case record ({exc})") from None

@@ -22,7 +22,7 @@ from conformance import known_issues as ki
 from conformance.checks import Baselines, CaseResult, CheckOutcome, check_case
 from conformance.recipes import Case
 from conformance.results import Store, safe_name
-from conformance.spec import OpSpec
+from conformance.spec import OpSpec, parse_item_id, variant_key
 from conformance.targets import Target
 
 
@@ -129,7 +129,7 @@ class ConformanceRun:
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         applicable = [i for i in issues if i.applies_to(spec.name, target, dtype, mode)]
         self.item = ItemState(item.nodeid, item.originalname, spec, self.targets[target], dtype, mode, applicable,
-                              plan_key=(item.nodeid.split("::")[0], item.originalname, dtype, mode))
+                              plan_key=variant_key(item.nodeid, item.originalname, dtype, mode))
         new = [i for i in issues if i.id not in self._issues_written]  # each entry once per outcome file
         self._issues_written.update(i.id for i in new)
         self.store.append({
@@ -167,8 +167,7 @@ class ConformanceRun:
 
     def record_crash(self, nodeid: str, message: str) -> None:
         """An item whose worker process died: its test id tells the op, target, dtype and mode."""
-        test, _, params = nodeid.rpartition("::")[2].partition("[")
-        target, dtype, mode = (params.rstrip("]").split("-", 2) + ["?", "?", "?"])[:3]
+        _, test, target, dtype, mode = parse_item_id(nodeid) or ("", nodeid.rpartition("::")[2], "?", "?", "?")
         self.store.append({
             "kind": "outcome", "nodeid": nodeid, "test": test, "op": test.removeprefix("test_"), "target": target,
             "virtual": target.startswith("vcuda"), "dtype": dtype, "mode": mode, "worker": self.worker,

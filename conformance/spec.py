@@ -16,6 +16,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance import overrides
 from conformance.compare import Rule, Tolerance, pick_tolerance
 from conformance.recipes import Case, Recipe
 from conformance.strategies import image_recipes
@@ -24,6 +25,27 @@ OpFunction = Callable[[torch.Tensor, dict[str, Any]], Any]
 Reference = Callable[[np.ndarray, Case], np.ndarray]
 ParamStrategy = Callable[[Recipe, str], st.SearchStrategy[dict[str, Any]]]
 Sampled = dict[str, Any]
+
+
+def item_params_id(target: str, dtype: str, mode: str) -> str:
+    """The parameter part of a conformance test id: `test_<name>[<target>-<dtype>-<mode>]`."""
+    return f"{target}-{dtype}-{mode}"
+
+
+def parse_item_id(nodeid: str) -> tuple[str, str, str, str, str] | None:
+    """(module, test, target, dtype, mode) of a conformance test id; None for other ids.
+    Target and dtype names hold no "-"; a mode may."""
+    module, sep, rest = nodeid.rpartition("::")
+    test, bracket, params = rest.partition("[")
+    parts = params.removesuffix("]").split("-", 2)
+    if not sep or not bracket or len(parts) != 3:
+        return None
+    return module, test, parts[0], parts[1], parts[2]
+
+
+def variant_key(nodeid: str, test: str, dtype: str, mode: str) -> tuple[str, str, str, str]:
+    """Which items share drawn cases and baselines: one module's test, dtype and mode, any target."""
+    return nodeid.split("::")[0], test, dtype, mode
 
 
 def _call_module(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any], sampled: Sampled | None):
@@ -193,8 +215,6 @@ class OpSpec:
 
     def tolerance(self, check: str, dtype: str, mode: str, target: str) -> Tolerance:
         """The user's override (--tolerances) if one matches, else the first of this op's rules."""
-        from conformance import overrides
-
         chosen = overrides.pick(self.name, check, dtype, mode, target)
         return chosen or pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)
 
