@@ -11,7 +11,7 @@ Numbers: docs/tolerances.md, measured with benchmarks/measure_tolerances.py.
 from __future__ import annotations
 
 import io
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ import torch
 from hypothesis import strategies as st
 from PIL import Image
 
-from conformance import ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
+from conformance import ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes, versions
 from conformance.recipes import Case
 
 CHANNELS = {"gray": 1, "rgb": 3}
@@ -56,10 +56,25 @@ def quality(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     return {"quality": draw(st.integers(1, 100), label="quality")}
 
 
-def jpeg_recipes(dtype: str, mode: str, batch_dims: tuple[int, int] = (0, 1)) -> st.SearchStrategy[Recipe]:
+def jpeg_recipes(dtype: str, mode: str, batch_dims: tuple[int, int] = (0, 1),
+                 side_multiple: int = 1) -> st.SearchStrategy[Recipe]:
     """Odd sizes come naturally: sides are drawn from 1 to 64."""
     return image_recipes(dtype, channels=(CHANNELS[mode],), max_side=64, min_batch_dims=batch_dims[0],
-                         max_batch_dims=batch_dims[1])
+                         max_batch_dims=batch_dims[1], side_multiple=side_multiple)
+
+
+@lru_cache(maxsize=None)
+def torchvision_codecs() -> str | None:
+    """torchvision's JPEG codecs are a compiled extension, which an older torchvision imported over a newer
+    torch cannot load (its Python functions exist and fail when called)."""
+    import torchvision.io
+
+    try:
+        torchvision.io.encode_jpeg(torch.zeros(1, 8, 8, dtype=torch.uint8))
+    except Exception as exc:  # noqa: BLE001 - any failure means the codecs are not there to test
+        return (f"torchvision {versions.version_of('torchvision')}'s image codecs do not load with torch "
+                f"{versions.version_of('torch')}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+    return None
 
 
 LIBJPEG = [Rule(Tolerance(
@@ -75,7 +90,8 @@ def _torchvision_spec(name: str, description: str, call, **extra: Any) -> OpSpec
     return OpSpec(
         name=name, description=description, call=call, reference=jpeg_reference, dtypes=("uint8",),
         modes=tuple(CHANNELS), params=quality, tolerances=LIBJPEG, fidelity=FIDELITY,
-        keeps_memory_format=False, needs_real_device=NVJPEG, **({"mode_recipes": jpeg_recipes} | extra))
+        keeps_memory_format=False, needs_real_device=NVJPEG, precondition=torchvision_codecs,
+        **({"mode_recipes": jpeg_recipes} | extra))
 
 
 def _v2_jpeg(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
@@ -137,11 +153,18 @@ def _kornia_codec(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
     return kornia.enhance.jpeg_codec_differentiable(image, quality)
 
 
+# kornia's codec first shipped (0.7.2) requiring sides divisible by 16; 0.7.3 pads any size.
+KORNIA_SIDES = 16 if versions.below("kornia", "0.7.3") else 1
+KORNIA_NARROWED = (f"kornia {versions.version_of('kornia')} < 0.7.3: its JPEG codec needs sides divisible by 16, so "
+                   f"only such sides are drawn") if KORNIA_SIDES > 1 else ""
+
+
 def _kornia_spec(name: str, description: str, **how: Any) -> OpSpec:
     return OpSpec(
         name=name, description=description, reference=kornia_reference, dtypes=("float32",), modes=("rgb",),
         params=quality, tolerances=APPROXIMATION, fidelity=KORNIA_FIDELITY, keeps_memory_format=False,
-        mode_recipes=lambda dtype, mode: jpeg_recipes(dtype, mode, batch_dims=(1, 1)), **how)
+        mode_recipes=lambda dtype, mode: jpeg_recipes(dtype, mode, batch_dims=(1, 1), side_multiple=KORNIA_SIDES),
+        narrowed=KORNIA_NARROWED, **how)
 
 
 JPEG_KORNIA = _kornia_spec("jpeg_kornia_differentiable", "kornia.enhance.jpeg_codec_differentiable",
@@ -149,15 +172,20 @@ JPEG_KORNIA = _kornia_spec("jpeg_kornia_differentiable", "kornia.enhance.jpeg_co
 RANDOM_JPEG_KORNIA = _kornia_spec(
     "random_jpeg_kornia", "kornia.augmentation.RandomJPEG(p=1) with replayed qualities",
     module=ModuleOp(build=lambda params: _random_jpeg(params["quality"]),
-                    sample=lambda module, image, params: module.forward_parameters(image.shape)),
+                    sample=lambda module, image, params: module.forward_parameters(image.shape),
+                    bounds=lambda params: {"jpeg_quality": _quality_range(params["quality"])},
+                    unmoved="works"),  # a parameter-free augmentation
     needs=("kornia.augmentation.RandomJPEG",))
+
+
+def _quality_range(quality: int) -> tuple[float, float]:
+    return float(max(1, quality - 10)), float(quality)
 
 
 def _random_jpeg(quality: int) -> torch.nn.Module:
     import kornia
 
-    low = float(max(1, quality - 10))
-    return kornia.augmentation.RandomJPEG(jpeg_quality=(low, float(quality)), p=1.0)
+    return kornia.augmentation.RandomJPEG(jpeg_quality=_quality_range(quality), p=1.0)
 
 
 test_jpeg_v2 = JPEG_V2.test()

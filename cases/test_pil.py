@@ -66,13 +66,15 @@ def _to_pil_spec(name: str, description: str, **how: Any) -> OpSpec:
     return OpSpec(
         name=name, description=description, reference=to_pil_reference, dtypes=("uint8", "float32"),
         modes=tuple(PIL_CHANNELS), variants=TO_PIL_VARIANTS, params=no_params, tolerances=EXACT,
-        mode_recipes=pil_recipes, output_dtype=pil_output_dtype, read_output=pil_as_tensor, host_output=HOST, **how)
+        mode_recipes=pil_recipes, output_dtype=pil_output_dtype, read_output=pil_as_tensor, host_output=HOST,
+        needs=(description.split(" ")[0],), **how)
 
 
 TO_PIL_V2 = _to_pil_spec("to_pil_image_v2", "torchvision.transforms.v2.functional.to_pil_image",
                          call=lambda image, params: F_v2.to_pil_image(image, mode=params["mode"]))
 TO_PIL_V2_MODULE = _to_pil_spec("to_pil_image_v2_module", "torchvision.transforms.v2.ToPILImage",
-                                module=ModuleOp(build=lambda params: T_v2.ToPILImage(mode=params["mode"])))
+                                module=ModuleOp(build=lambda params: T_v2.ToPILImage(mode=params["mode"]),
+                                                unmoved="works"))
 TO_PIL_V1 = _to_pil_spec("to_pil_image_v1", "torchvision.transforms.functional.to_pil_image (v1)",
                          call=lambda image, params: F_v1.to_pil_image(image, mode=params["mode"]))
 
@@ -88,6 +90,7 @@ def divided_by_255(image: np.ndarray, case: Case) -> np.ndarray:
 
 def _round_trip_spec(name: str, description: str, from_pil, reference=identity, tolerances=EXACT,
                      output_dtype=None) -> OpSpec:
+    """`description` is the dotted name of the PIL -> tensor function (skipped where the library lacks it)."""
     def call(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         return from_pil(F_v2.to_pil_image(image, mode=params["mode"]))
 
@@ -95,7 +98,8 @@ def _round_trip_spec(name: str, description: str, from_pil, reference=identity, 
         name=name, description=f"{description}(to_pil_image(x)): a uint8 or 'F' round trip", call=call,
         reference=reference, dtypes=("uint8", "float32"), modes=tuple(PIL_CHANNELS),
         variants=[("uint8", m) for m in UINT8_MODES] + [("float32", "F")], params=no_params,
-        tolerances=tolerances, mode_recipes=pil_recipes, output_dtype=output_dtype, host_output=HOST)
+        tolerances=tolerances, mode_recipes=pil_recipes, output_dtype=output_dtype, host_output=HOST,
+        needs=(description, "torchvision.transforms.v2.functional.to_pil_image"))
 
 
 PIL_TO_TENSOR_V2 = _round_trip_spec("pil_to_tensor_v2", "torchvision.transforms.v2.functional.pil_to_tensor",
@@ -119,6 +123,7 @@ def to_dtype_reference(image: np.ndarray, case: Case) -> np.ndarray:
 
 TO_DTYPE_V2 = OpSpec(
     name="to_dtype_v2", description="torchvision.transforms.v2.functional.to_dtype(..., scale=True)",
+    needs=("torchvision.transforms.v2.functional.to_dtype",),
     call=lambda image, params: F_v2.to_dtype(image, torch.float32 if image.dtype == torch.uint8 else torch.uint8,
                                              scale=True),
     reference=to_dtype_reference, dtypes=("uint8", "float32"), modes=("scale",),

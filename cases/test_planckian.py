@@ -1,38 +1,43 @@
 """Planckian jitter: kornia `RandomPlanckianJitter` (modes blackbody and CIED, p=1).
 
-Its parameters (which row of the coefficient table each image gets) are drawn once
-per case on the cpu and replayed on every target.  Reference: float64 numpy of the
-documented transform: clamp to [0, 1], multiply red and blue by the drawn row's two
-coefficients, keep green, clamp again.  The table itself is kornia's published data
-(`get_planckian_coeffs`); the placement checks make sure it follows `.to()` (kornia#2791).
+Its parameters (which row of the illuminant table each image gets) are drawn once
+per case on the cpu and replayed on every target; the module's own sampling runs on
+every target too (the `sampling` check).  Reference: float64 numpy of the documented
+transform with the authors' published table, transcribed in conformance.references.planckian
+(never kornia's copy): clamp to [0, 1], multiply red and blue by the drawn row's R/G and
+B/G, keep green, clamp again.  The placement checks make sure the table follows `.to()`
+(kornia#2791); a parameter-free augmentation must also work when left on the cpu.
 """
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes
-from conformance.recipes import Case
+from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes, versions
+from conformance.recipes import CONTENTS, Case
+from conformance.references import planckian
 
 MODES = ("blackbody", "CIED")
 
 
-@lru_cache(maxsize=None)
-def coefficients(mode: str) -> np.ndarray:
-    """(rows, 2) table of red and blue multipliers, as published by kornia."""
-    from kornia.augmentation._2d.intensity.planckian_jitter import get_planckian_coeffs
-
-    return get_planckian_coeffs(mode).double().numpy()
-
-
 def planckian_reference(image: np.ndarray, case: Case, sampled: dict[str, torch.Tensor]) -> np.ndarray:
-    rows = coefficients(case.params["mode"])[sampled["idx"].long().numpy()]
-    gains = np.stack([rows[:, 0], np.ones(len(rows)), rows[:, 1]], axis=1)[:, :, None, None]
-    return np.clip(np.clip(image, 0, 1) * gains, 0, 1)
+    return planckian.planckian_jitter(image, case.params["mode"], sampled["idx"].long().numpy())
+
+
+def row_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """The sampled row index lies in the table (rows - 1 at most)."""
+    return {"idx": (0.0, float(len(planckian.TABLES[params["mode"]]) - 1))}
+
+
+# kornia documents clamping input and output to [0, 1] from 0.9; before, values below 0 pass through (as in the
+# authors' code), so out-of-range inputs are outside the documented meaning there and are not drawn.
+CLAMPS = not versions.below("kornia", "0.9")
+NARROWED = "" if CLAMPS else (f"kornia {versions.version_of('kornia')} < 0.9 does not clamp inputs to [0, 1]: "
+                              f"out-of-range content is not drawn")
 
 
 def build(params: dict[str, Any]) -> torch.nn.Module:
@@ -48,19 +53,22 @@ def sample(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any])
 PLANCKIAN = OpSpec(
     name="planckian_jitter_kornia",
     description="kornia.augmentation.RandomPlanckianJitter(p=1) with replayed parameters",
-    module=ModuleOp(build=build, sample=sample),
+    module=ModuleOp(build=build, sample=sample, bounds=row_bounds, unmoved="works"),
     reference=planckian_reference,
     dtypes=("float32", "float64"),
     modes=MODES,
     params=lambda recipe, mode: st.just({"mode": mode}),
     # kornia documents (B, 3, H, W); out-of-range content exercises the input clamp.
-    recipes=partial(image_recipes, channels=(3,), min_batch_dims=1, max_batch_dims=1, max_side=64),
+    recipes=partial(image_recipes, channels=(3,), min_batch_dims=1, max_batch_dims=1, max_side=64,
+                    contents=None if CLAMPS else [c for c in CONTENTS if c != "out_of_range"]),
+    narrowed=NARROWED,
     tolerances=[
         Rule(Tolerance("float32-multiply", atol=1e-6, rtol=1e-6,
-                       reason="the float32 table times a value in [0, 1], rounded once; measured max 3.0e-8"),
+                       reason="the float32 ratio times a value in [0, 1], rounded once; measured max 3.0e-8"),
              dtype="float32"),
         Rule(Tolerance("float64-multiply", atol=1e-12, rtol=1e-12,
-                       reason="float64 throughout (the table is widened from float32 in both); measured max 0"),
+                       reason="float64 multiply; the published 4-decimal table is float32 data, and both the op "
+                              "and the reference take R/G and B/G in float32; measured max 0"),
              dtype="float64"),
     ],
     keeps_memory_format=False,  # kornia stacks the channels into a new contiguous tensor

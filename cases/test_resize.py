@@ -61,13 +61,15 @@ def _samples_on_pixel_edges(n_in: int, n_out: int, exact: bool) -> bool:
 
 
 def resize_features(case: Case) -> dict[str, Any]:
-    """Facts known issues scope to: the output size, and nearest sampling on pixel edges."""
+    """Facts known issues scope to: the output size, whether the height changes, and nearest sampling
+    on pixel edges."""
     height, width = case.recipe.height, case.recipe.width
     out_height, out_width = output_size(height, width, case.params)
     exact = case.params["interpolation"] == "nearest-exact"
     on_edges = any(_samples_on_pixel_edges(n, m, exact) for n, m in ((height, out_height), (width, out_width))
                    if n != m)
-    return {"out_height": out_height, "out_width": out_width, "samples_on_pixel_edges": on_edges}
+    return {"out_height": out_height, "out_width": out_width, "resizes_height": out_height != height,
+            "samples_on_pixel_edges": on_edges}
 
 
 def resize_reference(image: np.ndarray, case: Case) -> np.ndarray:

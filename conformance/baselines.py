@@ -1,8 +1,10 @@
-"""What one case's targets share: the input, the reference, the cpu run, sampled parameters.
+"""What one case's items share: the input, the reference, sampled parameters, and each target's
+`CaseContext` (its op run and the outcomes of its checks).
 
-Each is computed once per case and reused by every target's item (they run back to back,
-see the plugin's parametrization), so adding a target costs only its own op call and
-comparisons.  The cache is bounded by bytes: a long run must not grow with every example.
+Each is computed once per case and reused by every check's and every target's item (they run
+back to back, see the plugin's parametrization), so adding a target costs only its own op call
+and comparisons, and adding a check only its comparison.  The cache is bounded by bytes: a long
+run must not grow with every example.
 """
 from __future__ import annotations
 
@@ -10,15 +12,18 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from conformance.calls import OpRun, run_op, sample_params, unmoved_module_behaviour
+from conformance.calls import sample_params
 from conformance.recipes import Case, Recipe, apply_layout, materialize, to_float64
 from conformance.spec import OpSpec, Sampled
 from conformance.targets import CPU, Target
+
+if TYPE_CHECKING:
+    from conformance.context import CaseContext
 
 
 @dataclass
@@ -101,33 +106,18 @@ class Baselines:
 
         return self._get((spec.name, case.key, "reference"), compute)
 
-    def cpu(self, spec: OpSpec, case: Case, source: InputImage) -> OpRun:
-        """The cpu output for a case, as float64 values."""
-        def compute() -> OpRun:
-            run = run_op(spec, source.on(CPU), case, CPU, self.sampled(spec, case, source))
-            if isinstance(run.output, torch.Tensor):
-                run.output = to_float64(run.output)
-            return run
+    def context(self, spec: OpSpec, case: Case, target: Target, mode: str) -> "CaseContext":
+        """The case on a target, its op already run (so its size is known when cached)."""
+        from conformance.context import CaseContext
 
-        return self._get((spec.name, case.key, "cpu"), compute)
-
-    def remember_cpu(self, spec: OpSpec, case: Case, run: OpRun, reference_check: Any) -> None:
-        """The cpu item's own output, and its reference outcome: a target whose output is
-        identical to the cpu's has the same reference outcome."""
-        self.put((spec.name, case.key, "cpu"), run)
-        self.put((spec.name, case.key, "cpu-reference"), _Cached(reference_check))
-
-    def cpu_reference_check(self, spec: OpSpec, case: Case) -> Any:
-        cached = self._entries.get((spec.name, case.key, "cpu-reference"))
-        return None if cached is None else cached.value
-
-    def unmoved(self, spec: OpSpec, case: Case, target: Target, tensor_in: torch.Tensor,
-                sampled: Sampled | None) -> tuple[str, bool]:
-        """How a module left on the cpu takes a device input: asked once per op, target and dtype
-        (an extra call of the op, not worth paying for every case)."""
-        key = (spec.name, f"{target.name}/{case.recipe.dtype}", "unmoved")
-        return self._get(key, lambda: _Cached(
-            unmoved_module_behaviour(spec, tensor_in, case, target, sampled))).value
+        key = (spec.name, case.key, f"{target.name}/{mode}")
+        if key in self._entries:
+            self._entries.move_to_end(key)
+            return self._entries[key]
+        found = CaseContext(spec, case, target, mode, self)
+        found.run  # noqa: B018 - run the op now, so the cache counts its output
+        self.put(key, found)
+        return found
 
     def sampled(self, spec: OpSpec, case: Case, source: InputImage) -> Sampled | None:
         """Random-augmentation parameters, drawn once per case and replayed on every target."""

@@ -27,8 +27,11 @@ from conformance.virtual import NotEmulatable
 
 
 
-class CaseTimeout(Exception):
-    """The op ran past the per-case time limit (`--case-timeout`)."""
+class CaseTimeout(BaseException):
+    """The op ran past the per-case time limit (`--case-timeout`).
+
+    A BaseException, like KeyboardInterrupt: a library's `except Exception:` fallback must not
+    swallow it, and no expected error class can accept it."""
 
 
 _limits = {"case_timeout_s": 0.0}
@@ -68,6 +71,9 @@ class OpRun:
     output: Any = None
     error: str | None = None  # describe_error(): type, message, raising frame
     error_text: str | None = None  # the full traceback
+    error_type: type[BaseException] | None = None  # the class only: no frames are kept
+    error_message: str = ""
+    timed_out: bool = False  # the harness cut the call at --case-timeout
     mixed_devices: bool = False  # the error is PyTorch's "tensors on different devices"
     not_emulatable: str | None = None
     resource: str | None = None  # out of memory: not a verdict on the op
@@ -77,6 +83,18 @@ class OpRun:
     @property
     def nbytes(self) -> int:
         return getattr(self.output, "nbytes", 1024)
+
+    @property
+    def raised(self) -> str | None:
+        """The exception class name, or None when the call returned."""
+        return self.error_type.__name__ if self.error_type is not None else None
+
+    def fail(self, exc: BaseException) -> None:
+        self.error = describe_error(exc)
+        self.error_text = "".join(traceback.format_exception(exc))
+        self.error_type = type(exc)
+        self.error_message = str(exc)
+        self.mixed_devices = is_device_mix_error(str(exc))
 
 
 def describe_error(exc: BaseException) -> str:
@@ -113,11 +131,55 @@ def sample_params(spec: OpSpec, host_input: torch.Tensor, case: Case) -> Sampled
         return spec.module.sample(spec.module.build(dict(case.params)), host_input, dict(case.params))
 
 
+@dataclass
+class Sampling:
+    """A random module's own sampler, run on a target with the module moved there."""
+
+    params: Sampled | None = None
+    log: PlacementLog | None = None
+    error: str | None = None
+    mixed_devices: bool = False
+    not_emulatable: str | None = None
+
+
+def sample_on(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target) -> Sampling:
+    """`spec.module.sample` with the module moved to the target and the input there (seeded with the case)."""
+    assert spec.module is not None and spec.module.sample is not None
+    found = Sampling(log=PlacementLog(target.device))
+    found.log.taint(tensor)
+    try:
+        with target.active():
+            module = spec.module.build(dict(case.params))
+        module = target.put(module)
+        with torch.random.fork_rng(devices=[]), time_limit(_limits["case_timeout_s"]), target.active(found.log):
+            torch.manual_seed(case.recipe.seed)
+            found.params = spec.module.sample(module, tensor, dict(case.params))
+            target.synchronize()
+    except NotEmulatable as exc:
+        found.not_emulatable = str(exc)
+    except (Exception, CaseTimeout) as exc:  # noqa: BLE001 - recorded as the check's finding
+        found.error = describe_error(exc)
+        found.mixed_devices = is_device_mix_error(str(exc))
+    return found
+
+
 def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampled: Sampled | None = None,
            *, move_module: bool = True) -> OpRun:
-    """Call the op on a target; with `move_module=False` a module op keeps its module on the cpu."""
+    """Call the op on a target; with `move_module=False` a module op keeps its module on the cpu.
+    A random module called without `sampled` draws its own parameters (seeded with the case)."""
     log = PlacementLog(target.device) if target.is_accelerator else None
+    if log is not None:
+        log.taint(tensor)
     run = OpRun(log=log)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(case.recipe.seed)
+        _call(spec, tensor, case, target, sampled, move_module, run)
+    return run
+
+
+def _call(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampled: Sampled | None,
+          move_module: bool, run: OpRun) -> None:
+    log = run.log
     try:
         module = None
         if spec.module is not None:
@@ -140,28 +202,9 @@ def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampl
     except torch.OutOfMemoryError as exc:
         run.resource = describe_error(exc)
         _release_memory(target)
+    except CaseTimeout as exc:
+        run.fail(exc)
+        run.timed_out = True
     except Exception as exc:  # noqa: BLE001 - any op failure is an outcome
-        run.error = describe_error(exc)
-        run.error_text = "".join(traceback.format_exception(exc))
-        run.mixed_devices = is_device_mix_error(str(exc))
-    return run
+        run.fail(exc)
 
-
-def unmoved_module_behaviour(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target,
-                             sampled: Sampled | None) -> tuple[str, bool]:
-    """Call a module left on the cpu with an input on the target: (what happened, acceptable).
-
-    Acceptable: it works with the output on the input's device, or it raises an error that
-    names the device problem.
-    """
-    run = run_op(spec, tensor, case, target, sampled, move_module=False)
-    if run.not_emulatable:
-        return f"not emulatable: {run.not_emulatable}", True
-    if run.error is not None:
-        clear = run.mixed_devices or "device" in run.error.lower()
-        return f"raises {'a device error' if clear else 'an unclear error'}: {run.error}", clear
-    device = getattr(run.output, "device", None)
-    expected = torch.device("cpu") if spec.host_output else tensor.device
-    if isinstance(run.output, torch.Tensor) and device != expected:
-        return f"works but returns its output on {device}, not {expected}", False
-    return "works", True

@@ -82,10 +82,9 @@ class XdistHooks:
 def group_of(nodeid: str, targets: Any, by: str) -> str | None:
     """The group of a conformance item, read from its test id; None for other tests."""
     parsed = parse_item_id(nodeid)
-    if parsed is None or parsed[2] not in targets:
+    if parsed is None or parsed.target not in targets:
         return None
-    module, test, target, dtype, mode = parsed
-    return target if by == "target" else "::".join(variant_key(nodeid, test, dtype, mode))
+    return parsed.target if by == "target" else "::".join(variant_key(nodeid, parsed.test, parsed.dtype, parsed.mode))
 
 
 def _group_scheduling(run: Any):

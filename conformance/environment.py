@@ -5,23 +5,18 @@ its outcomes, and the terminal header prints them.
 """
 from __future__ import annotations
 
-import importlib.metadata
+import os
 import platform
 import warnings
 from typing import Any
 
 import torch
 
+from conformance import versions
 from conformance.targets import Target
 
 PACKAGES = ("torch", "torchvision", "kornia", "hypothesis", "numpy", "Pillow", "pytest", "pytest-xdist")
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+UNDER_TEST = ("torch", "torchvision", "kornia")  # their files are shown in the header
 
 
 def _tf32_settings() -> dict[str, Any]:
@@ -62,7 +57,8 @@ def collect(targets: list[Target]) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "machine": platform.node(),
-        "packages": {name: _version(name) for name in PACKAGES},
+        "packages": {name: versions.installed(name).version for name in PACKAGES},
+        "imported": {name: versions.installed(name).to_dict() for name in PACKAGES},
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "torch_threads": torch.get_num_threads(),
         "tf32": _tf32_settings(),
@@ -74,7 +70,7 @@ def collect(targets: list[Target]) -> dict[str, Any]:
 def header_lines(env: dict[str, Any]) -> list[str]:
     """The few lines pytest prints at the top of a conformance session."""
     pkgs = env["packages"]
-    versions = " ".join(f"{k}-{v}" for k, v in pkgs.items() if v and k not in ("pytest", "pytest-xdist"))
+    version_text = " ".join(f"{k}-{v}" for k, v in pkgs.items() if v and k not in ("pytest", "pytest-xdist"))
     cuda = env["cuda"]
     cuda_line = f"cuda build {cuda['compiled_with'] or 'none'}"
     if cuda.get("available"):
@@ -83,8 +79,16 @@ def header_lines(env: dict[str, Any]) -> list[str]:
         f"{t['name']}{' (virtual)' if t['virtual'] else ''} [{t['description']}]" for t in env["targets"]
     )
     tf32 = ", ".join(f"{k}={v}" for k, v in env["tf32"].items())
-    return [
-        f"conformance: {versions}",
+    imported = env.get("imported", {})
+    files = ", ".join(f"{name} {os.path.dirname(info['file'])}" for name in UNDER_TEST
+                      if (info := imported.get(name)) and info.get("file"))
+    lines = [
+        f"conformance: {version_text}",
+        f"conformance: imported from {files}" if files else "conformance: imported from (unknown)",
         f"conformance: {cuda_line}; cpu capability {env['cpu_capability']}; tf32: {tf32}",
         f"conformance targets: {targets}",
     ]
+    lines += [f"conformance: warning: {name} imports as {info['version']} but pip's metadata says {info['metadata']}"
+              for name, info in imported.items() if info.get("metadata") and info.get("version")
+              and info["version"] != info["metadata"]]
+    return lines

@@ -7,6 +7,14 @@ that matches an entry does not raise, so hypothesis spends no time shrinking it.
 With `where`, strictness counts only the examples whose features match: the
 entry must reproduce on at least one of them (none drawn: not exercised).
 
+Every entry has an envelope: which cases (`where`, `match`) and how far off
+(`max_abs`, `max_mismatch_fraction`: bounds on the failing check's metrics) and
+how often (`max_case_fraction`: of the item's cases in scope).  A failure in scope
+but outside the envelope is not this known issue: it fails the gate, saying which
+bound it broke, so a broad entry cannot hide a new regression in the same op.
+An entry about a value check (reference, cross_device, fidelity) needs a numeric
+bound; others need at least `match` or a bound.
+
 File format (TOML), one `[[issue]]` table per entry:
 
     [[issue]]
@@ -18,7 +26,10 @@ File format (TOML), one `[[issue]]` table per entry:
     checks = ["reference"]                      # globs; default ["*"]
     where = { out_width = 1, channels = [3, 4] } # case features (value or list); default: every case
     match = "INTERNAL ASSERT"                   # regex searched in the failure message; default: any
-    versions = { torchvision = ">=0.16" }       # PEP 440 specifiers; default: any
+    max_abs = 44                                # largest |difference| it explains (the check's max abs diff)
+    max_mismatch_fraction = 0.3                 # largest fraction of elements beyond the tolerance it explains
+    max_case_fraction = 0.25                    # how often it may fail among the item's cases in scope
+    versions = { torchvision = ">=0.16" }       # PEP 440 specifiers over the imported versions; default: any
     link = "https://github.com/pytorch/vision/issues/8399"
     reason = "why it diverges"
     strict = true                               # false: may or may not reproduce
@@ -26,18 +37,24 @@ File format (TOML), one `[[issue]]` table per entry:
 from __future__ import annotations
 
 import fnmatch
-import importlib.metadata
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 
+from conformance import versions as imported
 from conformance.tables import check_fields, read_entries
 
 _LIST_FIELDS = ("targets", "dtypes", "modes", "checks")
-_FIELDS = {"id", "op", "link", "reason", "strict", "versions", "where", "match", *_LIST_FIELDS}
+_BOUNDS = ("max_abs", "max_mismatch_fraction", "max_case_fraction")
+_FIELDS = {"id", "op", "link", "reason", "strict", "versions", "where", "match", *_LIST_FIELDS, *_BOUNDS}
+VALUE_CHECKS = ("reference", "cross_device", "fidelity")
+# One-sided binomial test: a known issue reproducing more often than its envelope allows fails its item
+# only when chance explains the excess with probability below this (no false alarms on a few cases).
+CASE_FRACTION_ALPHA = 1e-3
 _LINK_PREFIXES = ("https://", "http://", "docs/")
 
 
@@ -58,41 +75,82 @@ class KnownIssue:
     versions: tuple[tuple[str, str], ...] = ()
     where: tuple[tuple[str, tuple[object, ...]], ...] = ()
     match: str | None = None
+    max_abs: float | None = None
+    max_mismatch_fraction: float | None = None
+    max_case_fraction: float | None = None
     strict: bool = True
     source: str = ""
 
     def versions_apply(self) -> bool:
-        for package, spec in self.versions:
-            try:
-                installed = importlib.metadata.version(package)
-            except importlib.metadata.PackageNotFoundError:
-                return False
-            try:
-                if Version(installed) not in SpecifierSet(spec):
-                    return False
-            except InvalidVersion:
-                return False
-        return True
+        """Whether the imported libraries are in the entry's version ranges."""
+        return all(imported.satisfies(package, spec) for package, spec in self.versions)
 
-    def applies_to(self, op: str, target: str, dtype: str, mode: str) -> bool:
-        """Whether the entry is about this test item (before looking at checks)."""
+    def applies_to(self, op: str, target: str, dtype: str, mode: str, check: str = "*") -> bool:
+        """Whether the entry is about this test item (one check of one op, target, dtype and mode)."""
         def hit(value: str, patterns: tuple[str, ...]) -> bool:
             return any(fnmatch.fnmatchcase(value, p) for p in patterns)
 
         return (fnmatch.fnmatchcase(op, self.op) and hit(target, self.targets) and hit(dtype, self.dtypes)
-                and hit(mode, self.modes) and self.versions_apply())
+                and hit(mode, self.modes) and (check == "*" or hit(check, self.checks)) and self.versions_apply())
 
     def in_scope(self, features: dict[str, object]) -> bool:
         """Whether a case (by its features) is one this entry is about."""
         return all(features.get(name) in allowed for name, allowed in self.where)
 
     def covers(self, check: str, message: str, features: dict[str, object]) -> bool:
-        """Whether this entry explains one failing check of one case."""
+        """Whether a failing check of one case is in this entry's scope (check, features, message)."""
         return (any(fnmatch.fnmatchcase(check, p) for p in self.checks) and self.in_scope(features)
                 and (self.match is None or re.search(self.match, message) is not None))
 
+    def outside(self, metrics: Any) -> list[str]:
+        """Which bounds of the envelope a failure's metrics break (empty: within it)."""
+        broken = []
+        if metrics is not None and self.max_abs is not None and float(metrics.max_abs) > self.max_abs:
+            broken.append(f"max abs diff {metrics.max_abs:g} > {self.max_abs:g}")
+        if (metrics is not None and self.max_mismatch_fraction is not None
+                and metrics.mismatch_fraction > self.max_mismatch_fraction):
+            broken.append(f"{metrics.mismatch_fraction:.2%} of elements beyond the tolerance > "
+                          f"{self.max_mismatch_fraction:.2%}")
+        return broken
+
+    def too_often(self, reproduced: int, in_scope: int) -> str | None:
+        """Why `reproduced` of `in_scope` cases is more than the envelope's case fraction allows, or None."""
+        if self.max_case_fraction is None or in_scope == 0 or reproduced / in_scope <= self.max_case_fraction:
+            return None
+        chance = binomial_tail(reproduced, in_scope, self.max_case_fraction)
+        if chance >= CASE_FRACTION_ALPHA:
+            return None
+        return (f"known issue {self.id} reproduced in {reproduced} of {in_scope} cases in its scope "
+                f"({reproduced / in_scope:.0%}); its envelope allows {self.max_case_fraction:.0%} "
+                f"(chance of this many: {chance:.1e}): a new regression inside its scope, or an entry to re-measure")
+
+    def envelope(self) -> dict[str, object]:
+        found: dict[str, object] = {name: getattr(self, name) for name in _BOUNDS if getattr(self, name) is not None}
+        if self.where:
+            found["where"] = {k: list(v) for k, v in self.where}
+        if self.match:
+            found["match"] = self.match
+        return found
+
     def to_dict(self) -> dict[str, object]:
-        return {"id": self.id, "link": self.link, "reason": self.reason, "strict": self.strict}
+        return {"id": self.id, "link": self.link, "reason": self.reason, "strict": self.strict,
+                "envelope": self.envelope()}
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), in log space (n up to many thousands)."""
+    if k <= 0:
+        return 1.0
+    if p <= 0:
+        return 0.0
+    if p >= 1:
+        return 1.0
+    def log_term(i: int) -> float:
+        return (math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                + i * math.log(p) + (n - i) * math.log1p(-p))
+    terms = [log_term(i) for i in range(k, n + 1)]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
 def _parse_entry(raw: dict, where: str) -> KnownIssue:
@@ -132,7 +190,30 @@ def _parse_entry(raw: dict, where: str) -> KnownIssue:
         except (re.error, TypeError) as exc:
             raise KnownIssuesError(f"{where}: 'match' is not a valid regular expression: {exc}") from None
         values["match"] = raw["match"]
+    for name in _BOUNDS:
+        if name in raw:
+            value = raw[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
+                    or (name != "max_abs" and value > 1):
+                limit = "a number >= 0" if name == "max_abs" else "a fraction from 0 to 1"
+                raise KnownIssuesError(f"{where}: {name!r} must be {limit}, got {value!r}")
+            values[name] = float(value)
+    _require_envelope(raw, values, where)
     return KnownIssue(source=where, **values)  # type: ignore[arg-type]
+
+
+def _require_envelope(raw: dict, values: dict[str, object], where: str) -> None:
+    """Every entry says how far off and how often (or, for non-value checks, which message) it explains."""
+    bounded = any(name in values for name in _BOUNDS)
+    checks = values.get("checks", ("*",))
+    about_values = any(fnmatch.fnmatchcase(check, pattern) for check in VALUE_CHECKS for pattern in checks)
+    if about_values and not bounded:
+        raise KnownIssuesError(f"{where}: entry {raw['id']!r} needs an envelope: max_abs, max_mismatch_fraction or "
+                               f"max_case_fraction (how far off, how often), since it is about a value check "
+                               f"({', '.join(VALUE_CHECKS)})")
+    if not bounded and "match" not in values:
+        raise KnownIssuesError(f"{where}: entry {raw['id']!r} needs an envelope: 'match' (which failure message) "
+                               f"or a bound (max_abs, max_mismatch_fraction, max_case_fraction)")
 
 
 def load(path: Path) -> list[KnownIssue]:

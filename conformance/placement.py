@@ -4,6 +4,12 @@ A `PlacementLog` is filled while an op runs on an accelerator target: on a
 virtual target by the emulation itself, on a real one by `ObserverMode`, a
 dispatch mode that only watches.  The placement check turns the log, the
 output's device and a module's attributes into one verdict.
+
+Copies are judged by where their data comes from, not by their size alone: the
+input image is marked ("tainted") before the call, and every op's outputs inherit
+the mark from its inputs, so a copy of image-derived data is an image copy even on
+a 1x1 image, while an 8x8 quantisation table built by the op is a constant upload
+(a lesser finding, reported by its own check) even on a 4x4 image.
 """
 from __future__ import annotations
 
@@ -65,13 +71,16 @@ class Transfer:
     nbytes: int
     where: str
 
+    source: str = "constant"  # "image": derived from the input image; "constant": anything else
+
     def to_dict(self) -> dict[str, Any]:
         return {"direction": self.direction, "op": self.op, "shape": list(self.shape), "dtype": self.dtype,
-                "numel": self.numel, "nbytes": self.nbytes, "where": self.where}
+                "numel": self.numel, "nbytes": self.nbytes, "where": self.where, "source": self.source}
 
     def describe(self) -> str:
         arrow = "device -> host" if self.direction == "to_host" else "host -> device"
-        return f"{arrow} copy of {list(self.shape)} {self.dtype} ({self.nbytes} bytes) at {self.where}"
+        what = "data derived from the input image" if self.source == "image" else "a constant"
+        return f"{arrow} copy of {what} {list(self.shape)} {self.dtype} ({self.nbytes} bytes) at {self.where}"
 
 
 @dataclass
@@ -82,6 +91,8 @@ class PlacementLog:
              touches one records it in `used`.
     origins: cpu tensors made during the call -> where (filled on virtual targets only,
              to name the culprit of a device-mixing error).
+    tainted: tensors holding data derived from the input image (marked before the call with
+             `taint`, passed on by `propagate` after every op).
     """
 
     device: torch.device
@@ -90,6 +101,22 @@ class PlacementLog:
     scalar_reads: int = 0
     used: dict[str, str] = field(default_factory=dict)
     origins: WeakIdKeyDictionary = field(default_factory=WeakIdKeyDictionary)
+    tainted: WeakIdKeyDictionary = field(default_factory=WeakIdKeyDictionary)
+
+    def taint(self, tensor: torch.Tensor) -> None:
+        self.tainted[tensor] = True
+
+    def propagate(self, func, args: tuple, kwargs: dict, result: Any) -> None:
+        """After an op: its outputs (and the tensor it wrote into) carry the image's mark if an input did."""
+        if not self.tainted:
+            return
+        if any(isinstance(leaf, torch.Tensor) and leaf in self.tainted for leaf in tree_leaves((args, kwargs))):
+            for leaf in tree_leaves(result):
+                if isinstance(leaf, torch.Tensor):
+                    self.tainted[leaf] = True
+            if getattr(getattr(func, "_schema", None), "is_mutable", False) and args \
+                    and isinstance(args[0], torch.Tensor):
+                self.tainted[args[0]] = True
 
     def note(self, func, args: tuple, kwargs: dict, device_of) -> None:
         """Record what an op call moves or touches; `device_of` gives a tensor's (possibly virtual) device."""
@@ -118,12 +145,16 @@ class PlacementLog:
         self.transfers.append(Transfer(
             "to_host" if end == "cpu" else "to_device", str(func), tuple(source.shape),
             str(source.dtype).removeprefix("torch."), source.numel(), source.numel() * source.element_size(),
-            library_frame(2)))
+            library_frame(2), "image" if source in self.tainted else "constant"))
 
-    def bulk_transfers(self, smallest_image_plane: int) -> list[Transfer]:
-        """Transfers at least as large as an image plane: the op moved image data, not a parameter."""
-        threshold = max(16, smallest_image_plane)
-        return [t for t in self.transfers if t.numel >= threshold]
+    def image_copies(self, smallest_image_plane: int) -> list[Transfer]:
+        """Copies of image-derived data at least one image plane large: the op moved the image between
+        host and device.  Smaller image-derived copies (per-channel statistics) are only recorded."""
+        return [t for t in self.transfers if t.source == "image" and t.numel >= max(1, smallest_image_plane)]
+
+    def constant_uploads(self) -> list[Transfer]:
+        """Host -> device copies of data that did not come from the image: the op's own constants."""
+        return [t for t in self.transfers if t.source == "constant" and t.direction == "to_device"]
 
     def to_dict(self) -> dict[str, Any]:
         return {"transfers": [t.to_dict() for t in self.transfers], "scalar_reads": self.scalar_reads,
@@ -140,7 +171,9 @@ class ObserverMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         self.log.note(func, args, kwargs, lambda t: t.device)
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        self.log.propagate(func, args, kwargs, result)
+        return result
 
 
 def is_device_mix_error(message: str) -> bool:

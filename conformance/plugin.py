@@ -16,9 +16,11 @@ from conformance import distribute, overrides, profiles
 from conformance.environment import header_lines
 from conformance.known_issues import KnownIssuesError
 from conformance.recipes import Case, RecipeError
-from conformance.results import SavedCasesError, format_table, read_outcomes, saved_cases, write_summary
+from conformance.results import (SavedCasesError, format_modules, format_table, read_outcomes, saved_cases,
+                                 write_summary)
+from conformance.checks import applicable
 from conformance.spec import item_params_id
-from conformance.session import ConformanceFailure, ConformanceRun, default_run_name, unique_run_dir
+from conformance.session import ConformanceFailure, ConformanceRun, default_run_name, unique_run_dir, warn
 from conformance.targets import TargetSelectionError, discover, select
 
 profiles.register()  # before hypothesis' own plugin reads --hypothesis-profile
@@ -204,14 +206,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             return [pytest.mark.skip(reason=f"not emulatable on a virtual device: {spec.needs_real_device}")]
         return []
 
-    # Targets vary fastest: one variant's items run back to back in a worker, so its drawn
-    # cases, reference and cpu baseline are computed once and still cached for the others.
+    if spec.narrowed and not unmet:
+        run.narrowed[spec.name] = spec.narrowed
+    # One item per check; within a variant, targets vary slowest and checks fastest: a variant's items
+    # run back to back in a worker, so its drawn cases, reference and each target's op run are
+    # computed once and still cached for the next check and the next target.
     params = [
-        pytest.param(target, dtype, mode, id=item_params_id(target, dtype, mode), marks=marks(target))
+        pytest.param(target, dtype, mode, check.name, id=item_params_id(target, dtype, mode, check.name),
+                     marks=marks(target))
         for dtype, mode in spec.variant_pairs()
         for target in run.targets
+        for check in applicable(spec, run.targets[target], mode)
     ]
-    metafunc.parametrize(("target", "dtype", "mode"), params)
+    metafunc.parametrize(("target", "dtype", "mode", "check"), params)
 
 
 def _is_conformance_failure(exc: BaseException) -> bool:
@@ -229,21 +236,24 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
     run = item.config.stash[RUN_KEY]
     params = item.callspec.params  # type: ignore[attr-defined]
-    run.begin_item(item, spec, params["target"], params["dtype"], params["mode"])
+    run.begin_item(item, spec, params["target"], params["dtype"], params["mode"], params["check"])
     try:
         result = yield
     except BaseException as failure:
-        run.end_item(passed=False)
+        warn(run.end_item(passed=False).warnings)
         if (run.targets[params["target"]].virtual and item.config.getoption("virtual_findings") == "warn"
                 and _is_conformance_failure(failure)):
             first = str(failure).splitlines()[0]
             pytest.xfail(f"virtual-target finding, a warning under --virtual-findings=warn: {first}")
         raise
-    xfail_reason, unexpected_pass = run.end_item(passed=True)
-    if unexpected_pass:
-        pytest.fail(unexpected_pass, pytrace=False)
-    if xfail_reason:
-        pytest.xfail(xfail_reason)
+    ended = run.end_item(passed=True)
+    warn(ended.warnings)
+    if ended.fail:
+        pytest.fail(ended.fail, pytrace=False)
+    if ended.xfail:
+        pytest.xfail(ended.xfail)
+    if ended.skip:
+        pytest.skip(ended.skip)
     return result
 
 
@@ -279,7 +289,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         params = item.callspec.params  # type: ignore[attr-defined]
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = reason.removeprefix("Skipped: ")  # pytest's prefix for a skip raised inside the test
-        item.config.stash[RUN_KEY].record_skip(item, params["target"], params["dtype"], params["mode"], reason)
+        item.config.stash[RUN_KEY].record_skip(item, params["target"], params["dtype"], params["mode"],
+                                               params["check"], reason)
     return report
 
 
@@ -319,6 +330,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     terminalreporter.section("conformance summary")
     for line in format_table(summary):
         terminalreporter.write_line(line)
+    modules = format_modules(summary)
+    if modules:
+        terminalreporter.write_line("modules left on the cpu, called with a device input (unmoved):")
+        for line in modules:
+            terminalreporter.write_line(line)
+    for op, why in sorted(getattr(run, "narrowed", {}).items()):
+        terminalreporter.write_line(f"narrowed: {op}: {why}")
     totals = ", ".join(f"{count} {verdict.replace('_', ' ')}" for verdict, count in summary["totals"].items())
     terminalreporter.write_line(f"outcomes: {totals}")
     for issue_id in summary["unused_known_issues"]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,7 +23,7 @@ import numpy as np
 
 SUMMARY_SCHEMA = "conformance.summary/1"
 COUNTED_PHASES = ("explore", "final", "replay", "item")
-VERDICT_ORDER = ("fail", "error", "known_issue", "resource", "skipped", "pass")
+VERDICT_ORDER = ("fail", "error", "known_issue", "warning", "resource", "skipped", "pass")
 
 
 def json_safe(value: Any) -> Any:
@@ -79,6 +79,22 @@ class Store:
 
     def close(self) -> None:
         self._file.close()
+
+
+def check_entry(outcome: Any, verdict: str, message: str, known_issue: dict[str, Any] | None) -> dict[str, Any]:
+    """One check's outcome as stored in an `example` record (schema: docs/results.md)."""
+    tolerance = outcome.tolerance.to_dict() if outcome.tolerance else None
+    if tolerance is not None and outcome.passed:
+        tolerance.pop("reason", None)  # kept with failures; a pass needs only the numbers
+    entry = {
+        "check": outcome.check, "verdict": verdict, "against": outcome.against,
+        "metrics": outcome.metrics.to_dict() if outcome.metrics else None, "tolerance": tolerance,
+        "message": message, "traceback": outcome.traceback, "details": outcome.details,
+        "cause": outcome.cause if not outcome.passed else None, "diverges": outcome.diverges,
+        "behaviour": outcome.behaviour, "known_issue": known_issue,
+    }
+    # empty fields are left out: a long run writes hundreds of thousands of these
+    return {k: v for k, v in entry.items() if v is not None and v != ""}
 
 
 def expand(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -170,12 +186,17 @@ def summarize(records: list[dict[str, Any]], environment: dict[str, Any] | None,
             totals[record["verdict"]] += 1
         known = sorted({r["known_issue"]["id"] for r in members if r.get("known_issue")})
         verdict = next(v for v in VERDICT_ORDER if counts.get(v) or v == "pass")
-        rows.append({
+        row = {
             "machine": machine, "test": test, "op": op, "target": target, "virtual": virtual, "dtype": dtype,
             "mode": mode,
             "check": check, "verdict": verdict, "examples": len(members), "counts": dict(sorted(counts.items())),
             "worst": _worst(members), "known_issues": known,
-        })
+        }
+        for field in ("behaviour", "diverges"):  # what unmoved modules did; which side a cross-device gap is on
+            seen = Counter(r[field] for r in members if r.get(field))
+            if seen:
+                row[f"{field}s" if field == "behaviour" else field] = dict(sorted(seen.items()))
+        rows.append(row)
     return {
         "schema": SUMMARY_SCHEMA,
         "complete": complete,
@@ -236,6 +257,20 @@ def format_table(summary: dict[str, Any]) -> list[str]:
     for row in [header, *table]:
         lines.append("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
     return lines
+
+
+def format_modules(summary: dict[str, Any]) -> list[str]:
+    """What module ops did when left on the cpu with a device input (the `unmoved` check), per op and target."""
+    seen: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    verdicts: dict[tuple[str, str], str] = {}
+    for row in summary["groups"]:
+        if row["check"] == "unmoved" and row.get("behaviours"):
+            key = (row["op"], row["target"] + (" (virtual)" if row["virtual"] else ""))
+            seen[key].update(row["behaviours"])
+            worst = min(verdicts.get(key, "pass"), row["verdict"], key=VERDICT_ORDER.index)
+            verdicts[key] = worst
+    return [f"  {op} on {target}: " + "; ".join(f"{b} ({n} cases)" for b, n in sorted(counts.items()))
+            + f" -> {verdicts[(op, target)].replace('_', ' ')}" for (op, target), counts in sorted(seen.items())]
 
 
 class SavedCasesError(ValueError):

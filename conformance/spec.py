@@ -2,21 +2,23 @@
 
 A case module builds one `OpSpec` per op and exposes `spec.test()` as a
 module-level `test_<name>` function.  The plugin parametrizes it as
-`test_<name>[<target>-<dtype>-<mode>]`; hypothesis draws the rest (the image
-recipe and the op parameters) inside each item.
+`test_<name>[<target>-<dtype>-<mode>-<check>]`, one item per check so one failing
+check never hides another; hypothesis draws the rest (the image recipe and the op
+parameters) once per (op, dtype, mode), and every item checks the same cases.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import overrides
+from conformance import overrides, versions
 from conformance.compare import Rule, Tolerance, pick_tolerance
 from conformance.recipes import Case, Recipe
 from conformance.strategies import image_recipes
@@ -27,20 +29,30 @@ ParamStrategy = Callable[[Recipe, str], st.SearchStrategy[dict[str, Any]]]
 Sampled = dict[str, Any]
 
 
-def item_params_id(target: str, dtype: str, mode: str) -> str:
-    """The parameter part of a conformance test id: `test_<name>[<target>-<dtype>-<mode>]`."""
-    return f"{target}-{dtype}-{mode}"
+def item_params_id(target: str, dtype: str, mode: str, check: str) -> str:
+    """The parameter part of a conformance test id: `test_<name>[<target>-<dtype>-<mode>-<check>]`."""
+    return f"{target}-{dtype}-{mode}-{check}"
 
 
-def parse_item_id(nodeid: str) -> tuple[str, str, str, str, str] | None:
-    """(module, test, target, dtype, mode) of a conformance test id; None for other ids.
-    Target and dtype names hold no "-"; a mode may."""
+class ItemId(NamedTuple):
+    module: str
+    test: str
+    target: str
+    dtype: str
+    mode: str
+    check: str
+
+
+def parse_item_id(nodeid: str) -> ItemId | None:
+    """The parts of a conformance test id; None for other ids.
+    Target, dtype and check names hold no "-"; a mode may."""
     module, sep, rest = nodeid.rpartition("::")
     test, bracket, params = rest.partition("[")
-    parts = params.removesuffix("]").split("-", 2)
-    if not sep or not bracket or len(parts) != 3:
+    front, dash, check = params.removesuffix("]").rpartition("-")
+    parts = front.split("-", 2)
+    if not sep or not bracket or not dash or len(parts) != 3:
         return None
-    return module, test, parts[0], parts[1], parts[2]
+    return ItemId(module, test, parts[0], parts[1], parts[2], check)
 
 
 def variant_key(nodeid: str, test: str, dtype: str, mode: str) -> tuple[str, str, str, str]:
@@ -52,22 +64,7 @@ def _call_module(module: torch.nn.Module, image: torch.Tensor, params: dict[str,
     return module(image) if sampled is None else module(image, params=sampled)
 
 
-def _exists(dotted: str) -> bool:
-    """Whether a dotted name (module, then attributes) can be reached."""
-    import importlib
-
-    parts = dotted.split(".")
-    for split in range(len(parts), 0, -1):
-        try:
-            found: Any = importlib.import_module(".".join(parts[:split]))
-        except ImportError:
-            continue
-        for attribute in parts[split:]:
-            if not hasattr(found, attribute):
-                return False
-            found = getattr(found, attribute)
-        return True
-    return False
+UNMOVED_PROMISES = ("works", "device-error")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,12 +77,53 @@ class ModuleOp:
     sample:  for random augmentations, (module, host image, params) -> the random parameters;
              drawn once per case on the cpu with a fixed seed and replayed on every target, so
              outputs can be compared across devices (kornia modules accept `params=`).  The
-             spec's reference is then called as reference(input, case, sampled).
+             spec's reference is then called as reference(input, case, sampled).  On accelerators the
+             module's own sampling also runs there (the `sampling` check).
+    bounds:  for random augmentations, (params) -> {name: (low, high)}: the documented range of
+             each sampled value, checked on every target's own sample (the values themselves differ
+             between devices' generators; shapes, dtypes and these ranges must not).
+    unmoved: what the module promises when left on the cpu and called with a device input (the
+             `unmoved` check): "works" (same result, on the input's device: what users of
+             parameter-free augmentations rely on) or "device-error" (it may instead raise an error
+             that names the device problem).  Anything else is a broken promise.
     """
 
     build: Callable[[dict[str, Any]], torch.nn.Module]
     forward: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any], Sampled | None], Any] = _call_module
     sample: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any]], Sampled] | None = None
+    bounds: Callable[[dict[str, Any]], dict[str, tuple[float, float]]] | None = None
+    unmoved: str = "device-error"
+
+    def __post_init__(self) -> None:
+        if self.unmoved not in UNMOVED_PROMISES:
+            raise ValueError(f"ModuleOp(unmoved={self.unmoved!r}): promise one of {UNMOVED_PROMISES}")
+
+
+@dataclass(frozen=True)
+class ExpectedError:
+    """What an invalid input must raise (OpInfo's ErrorInput): the exception class or classes,
+    optionally a regular expression its message must match.  The harness's own timeout and a
+    device-mixing error never count as the expected error, whatever the classes."""
+
+    why: str
+    raises: type[BaseException] | tuple[type[BaseException], ...]
+    match: str | None = None
+
+    @property
+    def classes(self) -> tuple[type[BaseException], ...]:
+        return self.raises if isinstance(self.raises, tuple) else (self.raises,)
+
+    def describe(self) -> str:
+        names = " or ".join(c.__name__ for c in self.classes)
+        return names + (f" matching {self.match!r}" if self.match else "")
+
+    def problem(self, raised: type[BaseException], message: str) -> str | None:
+        """Why an exception does not meet this expectation, or None."""
+        if not issubclass(raised, self.classes):
+            return f"raised {raised.__name__}; expected {self.describe()}"
+        if self.match is not None and re.search(self.match, message) is None:
+            return f"raised {raised.__name__} with a message not matching {self.match!r}"
+        return None
 
 
 def _default_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
@@ -119,8 +157,8 @@ class OpSpec:
                  its virtual-target items are skipped as "not emulatable".
     mode_recipes: (dtype, mode) -> recipes, instead of `recipes`, when a mode fixes part of the
                  input (e.g. PIL mode "LA" needs 2 channels).
-    error_modes: mode -> what makes its inputs invalid; in these modes the op must raise, on
-                 every target the same exception class as on the cpu (recorded either way).
+    error_modes: mode -> ExpectedError: in these modes the inputs are invalid on purpose; the op must
+                 raise the named class (and match), on every target the class the cpu raises.
     output_dtype: case -> dtype name of the output, when it differs from the input's.
     read_output: turns a non-tensor output (e.g. a PIL image) into a (..., C, H, W) tensor.
     host_output: why the output lives on the host whatever the target (e.g. a PIL image);
@@ -133,6 +171,11 @@ class OpSpec:
                  naming the installed version, when it does not match.
     needs:       dotted names the op uses (e.g. "kornia.augmentation.RandomJPEG"); items are
                  skipped, naming the installed version, when one is missing.
+    precondition: () -> why the op cannot run here, or None; asked once, for what `requires` and
+                 `needs` cannot see (e.g. a library's compiled extension that does not load with this
+                 torch); items are skipped with the reason.
+    narrowed:    why the drawn inputs are narrower than usual for the imported library version
+                 (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
     """
 
     name: str
@@ -150,7 +193,7 @@ class OpSpec:
     host_transfers: str = ""
     needs_real_device: str = ""
     mode_recipes: Callable[[str, str], st.SearchStrategy[Recipe]] | None = None
-    error_modes: Mapping[str, str] = field(default_factory=dict)
+    error_modes: Mapping[str, ExpectedError] = field(default_factory=dict)
     output_dtype: Callable[[Case], str] | None = None
     read_output: Callable[[Any], torch.Tensor] | None = None
     host_output: str = ""
@@ -158,29 +201,13 @@ class OpSpec:
     fidelity: tuple[float, str] | None = None
     requires: Mapping[str, str] = field(default_factory=dict)
     needs: Sequence[str] = ()
+    precondition: Callable[[], str | None] | None = None
+    narrowed: str = ""
 
     def unmet_requirement(self) -> str | None:
-        """Why this op cannot be tested with the installed packages, or None."""
-        from importlib.metadata import PackageNotFoundError, version
-
-        from packaging.specifiers import SpecifierSet
-
-        for package, wanted in self.requires.items():
-            try:
-                installed = version(package)
-            except PackageNotFoundError:
-                return f"{self.name} needs {package}{wanted}, which is not installed"
-            if not SpecifierSet(wanted).contains(installed.split("+")[0], prereleases=True):
-                return f"{self.name} needs {package}{wanted}; installed {package} {installed}"
-        for dotted in self.needs:
-            if not _exists(dotted):
-                package = dotted.split(".")[0]
-                try:
-                    installed = f"{package} {version(package)}"
-                except PackageNotFoundError:
-                    installed = f"no {package}"
-                return f"{self.name} needs {dotted}, which {installed} does not have"
-        return None
+        """Why this op cannot be tested with the imported packages (naming their versions), or None."""
+        return (versions.unmet(self.name, self.requires) or versions.missing(self.name, tuple(self.needs))
+                or (self.precondition() if self.precondition is not None else None))
 
     def output_dtype_of(self, case: Case) -> str:
         return self.output_dtype(case) if self.output_dtype is not None else case.recipe.dtype
@@ -205,6 +232,10 @@ class OpSpec:
             raise ValueError(f"op name {self.name!r} must be a Python identifier (it names the test)")
         if (self.call is None) == (self.module is None):
             raise ValueError(f"op {self.name!r}: give exactly one of call= (a function) or module= (a ModuleOp)")
+        for mode, expected in self.error_modes.items():
+            if not isinstance(expected, ExpectedError):
+                raise ValueError(f"op {self.name!r}, error mode {mode!r}: give an ExpectedError naming the exception "
+                                 f"class the invalid input must raise, not {expected!r}")
 
     def variant_pairs(self) -> list[tuple[str, str]]:
         """(dtype, mode) pairs to parametrize; `variants` restricts the full product."""
@@ -219,10 +250,11 @@ class OpSpec:
         return chosen or pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)
 
     def test(self) -> Callable[..., None]:
-        """The pytest test function for this op (assign it to `test_<name>`)."""
+        """The pytest test function for this op (assign it to `test_<name>`); one item per target,
+        dtype, mode and check."""
         spec = self
 
-        def conformance_test(target: str, dtype: str, mode: str, conformance_run, data) -> None:
+        def conformance_test(target: str, dtype: str, mode: str, check: str, conformance_run, data) -> None:
             case = data.draw(conformance_run.case_strategy(spec, dtype, mode), label="case")
             conformance_run.check(spec, case)
 

@@ -37,20 +37,23 @@ def image_recipes(
     max_batch: int = 3,
     layouts: Sequence[str] = LAYOUTS,
     contents: Sequence[str] | None = None,
+    side_multiple: int = 1,
 ) -> st.SearchStrategy[Recipe]:
-    """Recipes for one dtype; float dtypes may also get out-of-range content."""
+    """Recipes for one dtype; float dtypes may also get out-of-range content.  `side_multiple`
+    narrows sides to multiples of it (an old library release that needs, e.g., 16)."""
     if contents is None:
         contents = [c for c in CONTENTS if c != "out_of_range" or dtype in FLOAT_DTYPES]
     return _image_recipes(dtype, tuple(channels), max_side, max_batch_dims, min_batch_dims, max_batch,
-                          tuple(layouts), tuple(contents))
+                          tuple(layouts), tuple(contents), side_multiple)
 
 
 @lru_cache(maxsize=None)
 def _image_recipes(dtype: str, channels: tuple[int, ...], max_side: int, max_batch_dims: int,
                    min_batch_dims: int, max_batch: int, layouts: tuple[str, ...],
-                   contents: tuple[str, ...]) -> st.SearchStrategy[Recipe]:
+                   contents: tuple[str, ...], side_multiple: int = 1) -> st.SearchStrategy[Recipe]:
     batches = st.lists(st.integers(1, max_batch), min_size=min_batch_dims, max_size=max_batch_dims).map(tuple)
-    side = sides(max_side)
+    side = sides(max_side) if side_multiple == 1 else \
+        st.integers(1, max(1, max_side // side_multiple)).map(lambda n: n * side_multiple)
     channel_counts, layout_names, content_names = (st.sampled_from(list(v)) for v in (channels, layouts, contents))
     seeds = st.integers(0, 2**32 - 1)
 

@@ -58,8 +58,15 @@ class Target:
         if log is None or not self.is_accelerator:
             yield
             return
-        with ObserverMode(log):
-            yield
+        # torch.tensor(data, device=...) then builds on the host and copies in a step the mode can see,
+        # as it does under fake tensors: a constant uploaded per call shows up in the log
+        lift = torch._C._only_lift_cpu_tensors()
+        torch._C._set_only_lift_cpu_tensors(True)
+        try:
+            with ObserverMode(log):
+                yield
+        finally:
+            torch._C._set_only_lift_cpu_tensors(lift)
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "kind": self.kind, "description": self.description, "virtual": self.virtual}

@@ -72,13 +72,19 @@ class VirtualTensor(torch.Tensor):
 
     # Python indexing sets a device guard in C++ before dispatch; index the inner tensor instead.
     def __getitem__(self, index: Any) -> torch.Tensor:
-        return _wrap(self._inner[_index_for(self, index)], self.device)
+        result = _wrap(self._inner[_index_for(self, index)], self.device)
+        log = current_log()
+        if log is not None:
+            log.propagate(aten.index.Tensor, (self, index), {}, result)
+        return result
 
     def __setitem__(self, index: Any, value: Any) -> None:
         log = current_log()
         if log is not None and isinstance(value, torch.Tensor) and value.device != self.device:
             log.note(aten.copy_.default, (self, value), {}, device_of)  # a host value is copied over
         self._inner[_index_for(self, index)] = _unwrap(value)
+        if log is not None:
+            log.propagate(aten.copy_.default, (self, value), {}, self)
 
     # Bindings that set a C++ device guard before dispatch: on a machine with fewer real GPUs
     # than the virtual index, that guard would fail, so these go to dispatch directly.
@@ -233,7 +239,10 @@ def _dispatch(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> Any:
             return value
         return _wrap(value, device)
 
-    return tree_map(rewrap, result)
+    wrapped = tree_map(rewrap, result)
+    if log is not None:
+        log.propagate(func, args, kwargs, wrapped)
+    return wrapped
 
 
 def _refuse_device_only_kernel(func, args: tuple, kwargs: dict) -> None:

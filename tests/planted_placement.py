@@ -21,7 +21,10 @@ GAINS = (0.5, 1.0, 0.25)
 
 
 def _gains(channels: int, device: torch.device | str | None = None) -> torch.Tensor:
-    return torch.tensor(GAINS[:channels], device=device).view(-1, 1, 1)
+    """On the host, or filled on the device (no host copy per call)."""
+    if device is None:
+        return torch.tensor(GAINS[:channels]).view(-1, 1, 1)
+    return torch.stack([torch.full((), gain, device=device) for gain in GAINS[:channels]]).view(-1, 1, 1)
 
 
 # -- functions ----------------------------------------------------------------------------

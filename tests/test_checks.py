@@ -20,7 +20,7 @@ def run(call, dtype="uint8", layout="contiguous", size=(11, 30)):
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
 def test_correct_op_passes_every_check(dtype, layout):
     outcomes, result = run(good_resize, dtype, layout)
-    assert set(outcomes) == {"placement", "invariants", "reference"}
+    assert set(outcomes) == {"error", "placement", "invariants", "reference"}
     assert not result.failures, [o.message for o in result.failures]
 
 
@@ -106,9 +106,23 @@ def test_a_device_dependent_branch_fails_the_cross_device_check():
     assert "vs cpu" in cross.message and "got" in cross.message
 
 
-def test_an_op_that_only_fails_on_the_cpu_is_a_cross_device_failure():
+def test_an_op_that_only_fails_on_the_cpu_is_the_cpus_failure_not_the_accelerators():
     cross = run_on(VCUDA1, crashes_on_cpu_only)["cross_device"]
-    assert not cross.passed and cross.message.startswith("cpu raised ValueError: cpu path broken")
+    assert cross.passed and cross.diverges == "cpu"  # vcuda:1 matches the reference: the cpu diverges
+    assert cross.message.startswith("cpu raised ValueError: cpu path broken")
+    assert "the divergence is the cpu's" in cross.message
+    assert not run_on(CPU, crashes_on_cpu_only)["error"].passed  # the cpu's cell carries it
+
+
+def test_a_cross_device_failure_says_which_side_is_off_the_reference():
+    cross = run_on(VCUDA1, branching_resize)["cross_device"]
+    assert not cross.passed and cross.diverges == "vcuda:1"
+    assert "this target is off the reference, the cpu is not" in cross.message
+
+    def off_everywhere(image, params):  # +3 on the cpu, +6 on cuda: both off, and apart
+        return good_resize(image, params) + (6 if image.is_cuda else 3)
+
+    assert run_on(VCUDA1, off_everywhere)["cross_device"].diverges == "both"
 
 
 def test_the_baseline_cache_counts_cached_outputs_against_its_byte_budget():

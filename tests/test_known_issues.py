@@ -13,6 +13,9 @@ modes = ["bicubic*"]
 checks = ["cross_device"]
 where = { channels = [3, 4], layout = "contiguous" }
 match = "differ"
+max_abs = 40
+max_mismatch_fraction = 0.5
+max_case_fraction = 0.25
 versions = { torch = ">=1.0" }
 link = "https://example.org/1"
 reason = "r"
@@ -36,6 +39,50 @@ def test_a_complete_entry_matches_only_its_scope(tmp_path):
     assert not issue.covers("reference", "3 elements differ", features)
     assert not issue.covers("cross_device", "crashed", features)
     assert not issue.covers("cross_device", "3 elements differ", {"channels": 1, "layout": "contiguous"})
+    assert issue.applies_to("resize", "cuda:0", "uint8", "bicubic", "cross_device")
+    assert not issue.applies_to("resize", "cuda:0", "uint8", "bicubic", "reference")
+
+
+def _metrics(max_abs, mismatch_fraction):
+    from conformance.compare import Metrics
+
+    return Metrics(max_abs, 0.0, mismatch_fraction, 0, 100, None, None, None, 0.0)
+
+
+def test_a_failure_in_scope_but_outside_the_envelope_is_not_the_known_issue(tmp_path):
+    from conformance.checks import CheckOutcome
+    from conformance.judgement import judge
+
+    (issue,) = load(write(tmp_path, GOOD))
+    features = {"channels": 3, "layout": "contiguous"}
+
+    def verdict(max_abs, mismatch):
+        outcome = CheckOutcome("cross_device", False, "3 elements differ", metrics=_metrics(max_abs, mismatch))
+        return judge(outcome, [issue], features)
+
+    assert verdict(40, 0.5).verdict == "known_issue"
+    far = verdict(41, 0.1)
+    assert far.verdict == "fail" and "outside the envelope of known issue a: max abs diff 41 > 40" in far.outside
+    wide = verdict(2, 0.9)
+    assert wide.verdict == "fail" and "90.00% of elements beyond the tolerance > 50.00%" in wide.outside
+
+
+def test_a_known_issue_reproducing_far_more_often_than_its_envelope_allows_is_a_regression(tmp_path):
+    (issue,) = load(write(tmp_path, GOOD))
+    assert issue.too_often(3, 10) is None  # 30% of 10 cases: chance explains it
+    assert issue.too_often(40, 100) is not None and "reproduced in 40 of 100 cases in its scope (40%)" in \
+        issue.too_often(40, 100)
+    assert issue.too_often(25, 100) is None
+
+
+def test_every_entry_needs_an_envelope(tmp_path):
+    bare = GOOD.replace("max_abs = 40\nmax_mismatch_fraction = 0.5\nmax_case_fraction = 0.25\n", "")
+    with pytest.raises(KnownIssuesError, match="needs an envelope: max_abs, max_mismatch_fraction or max_case_fraction"):
+        load(write(tmp_path, bare))
+    errors_only = bare.replace('checks = ["cross_device"]', 'checks = ["error"]')
+    assert load(write(tmp_path, errors_only))[0].match == "differ"  # about an error: the message is its envelope
+    with pytest.raises(KnownIssuesError, match="needs an envelope: 'match'"):
+        load(write(tmp_path, errors_only.replace('match = "differ"\n', "")))
 
 
 def test_version_ranges_gate_entries(tmp_path):
@@ -53,6 +100,8 @@ def test_version_ranges_gate_entries(tmp_path):
     (("dtypes = [\"uint8\"]", "colour = 1"), "unknown field"),
     (("versions = { torch = \">=1.0\" }", "versions = { torch = \"most recent\" }"), "invalid version specifier"),
     (("id = \"a\"", "id = \"a\"\nstrict = \"yes\""), "'strict' must be true or false"),
+    (("max_abs = 40", "max_abs = -1"), "'max_abs' must be a number >= 0"),
+    (("max_case_fraction = 0.25", "max_case_fraction = 1.5"), "'max_case_fraction' must be a fraction from 0 to 1"),
     (("[[issue]]", "[[issues]]"), "unknown top-level key"),
     (("op = \"resize*\"", "op = \"resize*"), "not valid TOML"),
 ])

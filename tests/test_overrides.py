@@ -23,8 +23,8 @@ name = "our-gpu-policy"
 op = "sprinkled"
 check = "reference"
 dtype = "uint8"
-atol = 2
-reason = "our accelerator's fixed-point path: measured max 2"
+atol = 3
+reason = "our accelerator's fixed-point path: +2 on one pixel, plus one rounding step: measured max 3"
 '''
 
 
@@ -35,7 +35,7 @@ def test_a_valid_file_gives_rules_tried_in_order(tmp_path):
     assert [rule.tolerance.name for _, rule in rules] == ["our-gpu-policy", "all"]
     overrides.install(rules)
     try:
-        assert overrides.pick("sprinkled", "reference", "uint8", "bilinear", "cpu").atol == 2
+        assert overrides.pick("sprinkled", "reference", "uint8", "bilinear", "cpu").atol == 3
         assert overrides.pick("sprinkled", "cross_device", "uint8", "bilinear", "cpu").name == "all"
     finally:
         overrides.install([])
@@ -63,9 +63,9 @@ def test_a_malformed_file_is_a_one_line_error_naming_the_entry(tmp_path, text, m
 def test_an_override_decides_the_verdict_and_is_recorded_end_to_end(pytester):
     pytester.makepyfile(planted_ops=PLANTED, test_cases=BRIGHTER_CORNER)
     quick = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=10", "--targets=cpu"]
-    pytester.runpytest_subprocess(*quick).assert_outcomes(failed=1)  # +2 on one pixel breaks the suite's atol=1
+    pytester.runpytest_subprocess(*quick).assert_outcomes(failed=1, passed=3)  # +2 on one pixel breaks atol=1
     (pytester.path / "tolerances.toml").write_text(LOOSER)
-    pytester.runpytest_subprocess(*quick, "--tolerances=tolerances.toml").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(*quick, "--tolerances=tolerances.toml").assert_outcomes(passed=4)
     records, _ = read_outcomes(pytester.path / "reports" / "latest")
     used = {r["tolerance"]["name"] for r in records if r.get("check") == "reference"}
     assert used == {"our-gpu-policy"}

@@ -27,7 +27,11 @@ def module_spec(cls):
 def test_correct_versions_pass_every_check(spec, target):
     found = outcomes(spec, target)
     assert all(o.passed for o in found.values()), {k: o.message for k, o in found.items()}
-    expected = {"placement", "invariants", "reference"} | ({"cross_device"} if target.is_accelerator else set())
+    expected = {"error", "placement", "invariants", "reference"}
+    if target.is_accelerator:
+        expected |= {"cross_device", "constant_upload"} | ({"unmoved"} if spec.module else set())
+    if spec.module and spec.module.sample:
+        expected |= {"sampling"}  # on every target: the module's own sampler
     assert set(found) == expected
 
 
@@ -61,17 +65,21 @@ def test_an_image_round_trip_through_the_host_is_a_placement_failure_even_with_r
     placement = found["placement"]
     assert found["reference"].passed and found["cross_device"].passed
     assert not placement.passed
-    assert "implicit device -> host copy of [2, 3, 6, 7] float32 (1008 bytes)" in placement.message
-    assert "implicit host -> device copy of [2, 3, 6, 7] float32" in placement.message
+    assert "implicit device -> host copy of data derived from the input image [2, 3, 6, 7] float32 (1008 bytes)" \
+        in placement.message
+    assert "implicit host -> device copy of data derived from the input image [2, 3, 6, 7] float32" in placement.message
     assert "in gain_via_host" in placement.message
     directions = [t["direction"] for t in placement.details["transfers"]]
     assert directions == ["to_host", "to_device"]
 
 
-def test_small_parameter_copies_are_logged_but_not_failures():
+def test_a_constant_copied_per_call_is_a_warning_not_a_placement_failure():
     found = outcomes(make_gain_spec("planted", call=lambda image, params: image * _host_gains_to_device(image)))
     assert found["placement"].passed
-    assert [t["shape"] for t in found["placement"].details["transfers"]] == [[3, 1, 1]]
+    assert [(t["shape"], t["source"]) for t in found["placement"].details["transfers"]] == [([3, 1, 1], "constant")]
+    upload = found["constant_upload"]
+    assert not upload.passed and upload.warning
+    assert "host -> device copy of a constant [3, 1, 1] float32 (12 bytes)" in upload.message
 
 
 def _host_gains_to_device(image):
@@ -79,15 +87,17 @@ def _host_gains_to_device(image):
     return _gains(3).to(image.device)
 
 
-def test_an_unmoved_module_is_recorded_as_working_or_raising_a_clear_device_error():
-    assert outcomes(module_spec(BufferGain))["placement"].details["unmoved_module"].startswith(
-        "raises a device error: DeviceMixError: Expected all tensors to be on the same device")
+def test_an_unmoved_module_is_held_to_its_promise():
+    unmoved = outcomes(module_spec(BufferGain))["unmoved"]  # default promise: works or a clear device error
+    assert unmoved.passed and unmoved.behaviour == "raises a device error"
+    assert unmoved.details == {"promise": "device-error", "behaviour": "raises a device error"}
 
     class MovesItsTable(BufferGain):
         def forward(self, image):
             return image * self.gains.to(image.device)
 
-    assert outcomes(module_spec(MovesItsTable))["placement"].details["unmoved_module"] == "works"
+    promised = make_gain_spec("planted", module=ModuleOp(build=lambda params: MovesItsTable(), unmoved="works"))
+    assert outcomes(promised)["unmoved"].behaviour == "works" and outcomes(promised)["unmoved"].passed
 
     class UnclearError(BufferGain):
         def forward(self, image):
@@ -95,12 +105,23 @@ def test_an_unmoved_module_is_recorded_as_working_or_raising_a_clear_device_erro
                 raise ValueError("bad input")
             return image * self.gains
 
-    placement = outcomes(module_spec(UnclearError))["placement"]
-    assert not placement.passed and "raises an unclear error: ValueError: bad input" in placement.message
+    unmoved = outcomes(module_spec(UnclearError))["unmoved"]
+    assert not unmoved.passed and unmoved.behaviour == "raises an unclear error"
+    assert "but raises an unclear error" in unmoved.message and "ValueError: bad input" in unmoved.message
+
+    class WrongWhenUnmoved(BufferGain):
+        def forward(self, image):
+            return image * (self.gains.to(image.device) if self.gains.device == image.device else 1.0)
+
+    unmoved = outcomes(module_spec(WrongWhenUnmoved))["unmoved"]
+    assert not unmoved.passed and unmoved.behaviour == "returns other values"
 
 
-def test_random_augmentations_replay_one_draw_on_every_target():
+def test_random_augmentations_replay_one_draw_on_every_target_and_sample_on_each_too():
     replayed = outcomes(random_gain_spec(replay=True))
     assert replayed["cross_device"].passed and replayed["cross_device"].metrics.max_abs == 0
-    redrawn = outcomes(random_gain_spec(replay=False))
-    assert not redrawn["cross_device"].passed  # each call drew its own gain: nothing to compare
+    sampling = replayed["sampling"]
+    assert sampling.passed and sampling.details["parameter_devices"] == {"gain": "cpu"}  # RandomGain samples on the cpu
+    # without replay every call draws, seeded with the case: a --replay rerun draws the same again
+    again = [check_case(random_gain_spec(replay=False), CASE, VCUDA1, Baselines(), "gain") for _ in range(2)]
+    assert [r.arrays["output"].tolist() for r in again][0] == [r.arrays["output"].tolist() for r in again][1]

@@ -20,6 +20,7 @@ from conformance.results import VERDICT_ORDER, read_outcomes, safe_name, summari
 
 MAX_DETAILS = 200  # failure details with pictures; more are listed without them
 DETAIL_VERDICTS = ("fail", "error", "known_issue")
+NOTED_CHECKS = ("unmoved",)  # their behaviour is listed in a section of its own
 PICTURE_FOLDER = "report"
 
 
@@ -42,7 +43,11 @@ def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[
         columns.setdefault(column, {"machine": column[0], "target": column[1], "virtual": group["virtual"],
                                     "device": device_names.get(column, "")})
         cell = cells[(group["op"], group["dtype"], group["mode"])].setdefault(
-            column, {"verdict": "pass", "examples": 0, "worst": None, "known_issues": set(), "anchor": None})
+            column, {"verdict": "pass", "examples": 0, "worst": None, "known_issues": set(), "anchor": None,
+                     "notes": []})
+        if group.get("diverges", {}).get("cpu"):
+            cell["notes"].append(f"{group['check']}: differs from the cpu in {group['diverges']['cpu']} case(s), "
+                                 f"where the cpu is the side off the reference")
         if _rank(group["verdict"]) < _rank(cell["verdict"]):
             cell["verdict"] = group["verdict"]
         cell["examples"] = max(cell["examples"], group["examples"])
@@ -103,7 +108,7 @@ def _pictures(record: dict[str, Any], run_dir: Path, out: Path, stem: str) -> di
             panels.append({"label": label, "image": pictures.save(picture, out, f"{stem}-{name}"),
                            "picture": picture})
     found: dict[str, Any] = {"panels": panels}
-    against = "cpu" if record["check"] == "cross_device" else "reference"
+    against = "cpu" if record.get("against") == "cpu" else "reference"
     if "output" in arrays and against in arrays and arrays["output"].shape == arrays[against].shape:
         diff = pictures.difference(arrays["output"], arrays[against])
         finite = diff[np.isfinite(diff)]
@@ -153,6 +158,28 @@ def _link_cells(model: dict[str, Any], found: list[dict[str, Any]]) -> None:
                 cell["known_issues"] = sorted(cell["known_issues"])
 
 
+def module_behaviours(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """What each module op did when left on the cpu with a device input, per target (the `unmoved` check)."""
+    rows = [g for g in summary["groups"] if g["check"] in NOTED_CHECKS and g.get("behaviours")]
+    return sorted(rows, key=lambda g: (_rank(g["verdict"]), g["op"], g["target"], g["dtype"], g["mode"]))
+
+
+def warnings(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lesser findings (verdict "warning"), one per group, with the first message seen."""
+    first: dict[tuple, str] = {}
+    for record in records:
+        if record.get("verdict") == "warning":
+            first.setdefault((record.get("machine", ""), record["nodeid"]), record.get("message", ""))
+    found = []
+    for group in summary["groups"]:
+        if group["verdict"] == "warning":
+            message = next((m for (machine, nodeid), m in first.items() if machine == group.get("machine", "")
+                            and f"[{group['target']}-{group['dtype']}-{group['mode']}-{group['check']}]" in nodeid
+                            and nodeid.split("::")[-1].startswith(group["test"] + "[")), "")
+            found.append(group | {"message": message})
+    return found
+
+
 def _number(value: Any) -> Any:
     return f"{value:.4g}" if isinstance(value, float) else value
 
@@ -180,7 +207,7 @@ def build_report(run_dir: Path, *, title: str | None = None,
     _link_cells(model, found)
     html = _template_environment().get_template("index.html.j2").render(
         title=title or run_dir.name, summary=summary, matrix=model, details=found, environments=environments,
-        max_details=MAX_DETAILS)
+        max_details=MAX_DETAILS, modules=module_behaviours(summary), warnings=warnings(summary, records))
     index = run_dir / "index.html"
     index.write_text(html, encoding="utf-8")
     return index

@@ -1,0 +1,193 @@
+"""The device checks: `placement` (where the output and the image data went), `unmoved` (what a module
+left on the cpu promises), `sampling` (a random module's own sampler on the target) and
+`constant_upload` (the op copies its own constants to the device on every call: a lesser finding)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from conformance.calls import OpRun, run_op, sample_on
+from conformance.checks.registry import (Check, CheckOutcome, compare_check, failed, on_accelerator, register,
+                                         valid_inputs)
+from conformance.placement import PlacementLog
+from conformance.recipes import to_float64
+from conformance.virtual import host_tensor
+
+if TYPE_CHECKING:
+    from conformance.context import CaseContext
+
+
+def _plane(value: Any) -> int | None:
+    return value.shape[-2] * value.shape[-1] if isinstance(value, torch.Tensor) and value.dim() >= 2 else None
+
+
+def _device_problems(ctx: "CaseContext", run: OpRun, log: PlacementLog | None, how: str = "") -> list[tuple[str, str]]:
+    """Output on the wrong device, image data copied between host and device, module tensors used off target."""
+    spec, problems = ctx.spec, []
+    expected = torch.device("cpu") if spec.host_output else ctx.tensor_in.device
+    device = getattr(run.output, "device", None)
+    if isinstance(run.output, torch.Tensor) and device != expected:
+        problems.append(("output device", f"{how}output on {device}, input on {ctx.tensor_in.device}"
+                         + (" (this op's output belongs on the host)" if spec.host_output else "")))
+    if log is not None:
+        problems += [("left behind", f"{how}uses {name} ({use})") for name, use in log.used.items()]
+        planes = [p for p in (_plane(ctx.tensor_in), _plane(run.output)) if p is not None]
+        if not (spec.host_transfers or spec.host_output) and planes:
+            problems += [("image copy", f"{how}implicit {t.describe()}: the image left the device inside the call "
+                                        f"(declare host_transfers on the spec if the op needs it)")
+                         for t in log.image_copies(min(planes))]
+    return problems
+
+
+def check_placement(ctx: "CaseContext") -> CheckOutcome | None:
+    run = ctx.run
+    problems = [("left behind", p) for p in run.module_problems]
+    if run.mixed_devices:
+        problems.append(("device mix", run.error or ""))
+    elif run.error is not None and not problems:
+        return None  # the error check owns an op that raised
+    else:
+        problems += _device_problems(ctx, run, run.log)
+    details = run.log.to_dict() if run.log is not None else None
+    return failed("placement", problems, details=details, traceback=run.error_text if run.mixed_devices else None)
+
+
+PROMISES = {"works": "work", "device-error": "work or raise an error that names the device problem"}
+
+
+def _unmoved_behaviour(ctx: "CaseContext", run: OpRun) -> tuple[str, str]:
+    """(short label, detail) of a module left on the cpu, called with an input on the target."""
+    if run.timed_out:
+        return "hangs", run.error or ""
+    if run.error is not None:
+        clear = run.mixed_devices or "device" in run.error.lower()
+        return ("raises a device error" if clear else "raises an unclear error"), run.error
+    output, moved = run.output, ctx.run.output
+    expected = torch.device("cpu") if ctx.spec.host_output else ctx.tensor_in.device
+    if not isinstance(output, torch.Tensor):
+        return "returns no tensor", type(output).__name__
+    if output.device != expected:
+        return f"returns its output on {output.device}", f"the input is on {expected}"
+    if (output.shape, output.dtype) != (moved.shape, moved.dtype):
+        return "returns another shape or dtype", f"{list(output.shape)} {output.dtype}, moved: {list(moved.shape)} " \
+                                                 f"{moved.dtype}"
+    if ctx.spec.module is not None and ctx.spec.module.sample is None:  # deterministic: values must agree too
+        assert ctx.output64 is not None
+        compared = compare_check("unmoved", to_float64(host_tensor(output)), ctx.output64,
+                                 ctx.tolerance("cross_device"), ctx.output_dtype, "the moved module's output")
+        if not compared.passed:
+            return "returns other values", compared.message
+    return "works", ""
+
+
+def check_unmoved(ctx: "CaseContext") -> CheckOutcome | None:
+    """A module left on the cpu, called with a device input as users call parameter-free augmentations
+    (its own sampling, no `.to()`): it must keep the spec's promise."""
+    if ctx.run.error is not None or ctx.spec.module is None:
+        return None  # the moved module already fails: nothing to compare with
+    run = run_op(ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, None, move_module=False)
+    if run.not_emulatable is not None or run.resource is not None:
+        return None
+    promise = ctx.spec.module.unmoved
+    behaviour, detail = _unmoved_behaviour(ctx, run)
+    details = {"promise": promise, "behaviour": behaviour}
+    kept = behaviour == "works" or (promise == "device-error" and behaviour == "raises a device error")
+    where = f"left on the cpu with a {ctx.target.device} input"
+    if kept:
+        return CheckOutcome("unmoved", True, f"{where}: {behaviour}", details=details, behaviour=behaviour,
+                            against="promise")
+    return CheckOutcome("unmoved", False, f"promises to {PROMISES[promise]} when left on the cpu, but {behaviour} "
+                        f"({where}): {detail}".rstrip(": "), traceback=run.error_text, details=details,
+                        behaviour=behaviour, cause=behaviour, against="promise")
+
+
+def _compare_sample(ctx: "CaseContext", params: dict[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """What can be compared between the target's own sample and the cpu's: keys, shapes, dtypes, declared ranges.
+    Values differ by design (each device has its own generator)."""
+    problems, devices = [], {}
+    reference = ctx.sampled or {}
+    if set(params) != set(reference):
+        problems.append(("parameters differ", f"its sampler returns keys {sorted(params)}, on the cpu {sorted(reference)}"))
+    for key in sorted(set(params) & set(reference)):
+        mine, theirs = params[key], reference[key]
+        if isinstance(mine, torch.Tensor):
+            devices[key] = str(mine.device)
+            if isinstance(theirs, torch.Tensor) and (mine.shape, mine.dtype) != (theirs.shape, theirs.dtype):
+                problems.append(("parameters differ", f"parameter {key!r} is {list(mine.shape)} {mine.dtype}, on the "
+                                                      f"cpu {list(theirs.shape)} {theirs.dtype}"))
+    bounds = ctx.spec.module.bounds(dict(ctx.case.params)) if ctx.spec.module and ctx.spec.module.bounds else {}
+    for key, (low, high) in bounds.items():
+        value = params.get(key)
+        if isinstance(value, torch.Tensor) and value.numel():
+            values = to_float64(host_tensor(value))
+            if not (values.min() >= low and values.max() <= high):
+                problems.append(("out of range", f"parameter {key!r} ranges {values.min():g}..{values.max():g}, "
+                                                 f"outside its documented {low:g}..{high:g}"))
+    return problems, devices
+
+
+def check_sampling(ctx: "CaseContext") -> CheckOutcome | None:
+    """A random module's own sampling on the target (module moved there), which replayed parameters
+    never exercise: its sampler, and a call that draws its own parameters, under the placement rules."""
+    spec, target = ctx.spec, ctx.target
+    problems: list[tuple[str, str]] = []
+    details: dict[str, Any] = {}
+    sampling = sample_on(spec, ctx.source.on(target), ctx.case, target)
+    if sampling.not_emulatable is not None:
+        return None
+    if sampling.error is not None:
+        problems.append(("sampler raises", f"its sampler, run on {target.name} with the module moved there, "
+                                           f"raises {sampling.error}"))
+    elif sampling.params is not None:
+        found, details["parameter_devices"] = _compare_sample(ctx, sampling.params)
+        problems += found
+    run = run_op(spec, ctx.source.on(target), ctx.case, target, None)  # the module draws its own parameters
+    if run.not_emulatable is not None or run.resource is not None:
+        return None
+    how = f"with its own sampling on {target.name}: "
+    if run.mixed_devices or run.error is not None:
+        problems.append(("own sampling " + ("mixes devices" if run.mixed_devices else "raises"), f"{how}{run.error}"))
+    else:
+        problems += [(f"own sampling: {cause}", text) for cause, text in _device_problems(ctx, run, run.log, how)]
+        moved = ctx.run.output
+        if isinstance(run.output, torch.Tensor) and isinstance(moved, torch.Tensor) \
+                and (run.output.shape, run.output.dtype) != (moved.shape, moved.dtype):
+            problems.append(("own sampling: shape", f"{how}returns {list(run.output.shape)} {run.output.dtype}, with "
+                                                    f"replayed parameters {list(moved.shape)} {moved.dtype}"))
+    if run.log is not None:
+        details.update(run.log.to_dict())
+    return failed("sampling", problems, details=details or None, traceback=run.error_text, against="cpu sample")
+
+
+def check_constant_upload(ctx: "CaseContext") -> CheckOutcome | None:
+    """Constants the op copies from the host on every call (a table, a mean/std list): a host->device
+    copy and a synchronisation per call, a cost (vision#8565), not a wrong answer."""
+    run = ctx.run
+    if run.error is not None or run.log is None:
+        return None
+    uploads = run.log.constant_uploads()
+    if not uploads:
+        return CheckOutcome("constant_upload", True)
+    return CheckOutcome("constant_upload", False, "uploads on every call: " + "; ".join(t.describe() for t in uploads),
+                        details={"uploads": [t.to_dict() for t in uploads]}, cause="upload", warning=True)
+
+
+def _module_op(spec, target, mode) -> bool:
+    return spec.module is not None and on_accelerator(spec, target, mode)
+
+
+def _random_module(spec, target, mode) -> bool:
+    return spec.module is not None and spec.module.sample is not None and valid_inputs(spec, target, mode)
+
+
+register(Check("placement", "input device", "output not on the input's device; on accelerators also device mixing, "
+               "image data copied between host and device, module tensors left behind by .to()",
+               valid_inputs, check_placement))
+register(Check("unmoved", "promise", "a module left on the cpu, called with a device input, breaks its promise "
+               "(works, or raises a clear device error)", _module_op, check_unmoved))
+register(Check("sampling", "cpu sample", "a random module's own sampling on the target (module moved there): its "
+               "parameters' keys, shapes, dtypes and ranges, and a call that draws its own parameters, under the "
+               "placement rules", _random_module, check_sampling))
+register(Check("constant_upload", "host", "the op copies a constant of its own from the host on every call "
+               "(a warning: a cost, not a wrong answer)", on_accelerator, check_constant_upload, gating=False))

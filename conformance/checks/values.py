@@ -1,0 +1,114 @@
+"""The value checks: `reference` (the float64 reference), `fidelity` (lossy ops, against the input)
+and `cross_device` (an accelerator against the cpu, saying which side diverges)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from conformance.checks.registry import (Check, CheckOutcome, compare_check, data_range, identical, on_accelerator,
+                                         register, valid_inputs)
+from conformance.compare import Metrics
+
+if TYPE_CHECKING:
+    from conformance.context import CaseContext
+
+
+def check_reference(ctx: "CaseContext") -> CheckOutcome | None:
+    if not ctx.returned_tensor:
+        return None
+    tolerance = ctx.tolerance("reference")
+    cpu = ctx.cpu
+    if cpu is not None and identical(ctx.output64, cpu.output64):
+        # bit-identical to the cpu output under the same tolerance: the cpu's outcome is this one's
+        on_cpu = cpu.outcome("reference")
+        if on_cpu is not None and on_cpu.tolerance is tolerance:
+            return replace(on_cpu)
+    assert ctx.output64 is not None
+    return compare_check("reference", ctx.output64, ctx.expected, tolerance, ctx.output_dtype, "reference")
+
+
+# dB: an rms error of 1% of the range (2.5 levels of 255). A lossy op that close to its input counts as
+# faithful, so a reference that happens to be lossless (a constant image) does not set an impossible bar.
+PSNR_CEILING = 40.0
+
+
+def psnr(actual: np.ndarray, expected: np.ndarray, peak: float) -> float:
+    """PSNR in dB, capped at PSNR_CEILING."""
+    mse = float(np.mean((actual - expected) ** 2)) if actual.size else 0.0
+    return PSNR_CEILING if mse == 0 else min(PSNR_CEILING, 10 * np.log10(peak**2 / mse))
+
+
+def check_fidelity(ctx: "CaseContext") -> CheckOutcome | None:
+    """A lossy op may lose at most `margin` dB more than the reference does, both against the input."""
+    if not ctx.returned_tensor or ctx.spec.fidelity is None:
+        return None
+    margin, reason = ctx.spec.fidelity
+    output64, input64 = ctx.output64, ctx.source.values
+    assert output64 is not None
+    if output64.shape != input64.shape:
+        return CheckOutcome("fidelity", False, f"output shape {output64.shape} differs from the input's "
+                            f"{input64.shape}", cause="shape")
+    peak = data_range(ctx.output_dtype)
+    ours, theirs = psnr(output64, input64, peak), psnr(ctx.expected, input64, peak)
+    details = {"psnr_vs_input": ours, "reference_psnr_vs_input": theirs, "margin_db": margin}
+    if ours >= theirs - margin:
+        return CheckOutcome("fidelity", True, details=details)
+    return CheckOutcome("fidelity", False, f"PSNR against the input {ours:.2f} dB, the reference's {theirs:.2f} dB: "
+                        f"more than {margin:g} dB worse ({reason})", details=details, cause="psnr")
+
+
+def _side(ctx: "CaseContext") -> str:
+    """Which side of a cpu/target difference is off the reference: "cpu", the target's name, "both",
+    or "undetermined" (both within the reference tolerance, yet too far from each other)."""
+    cpu = ctx.cpu
+    assert cpu is not None
+    mine, theirs = ctx.outcome("reference"), cpu.outcome("reference")
+    cpu_off = cpu.run.error is not None or (theirs is not None and not theirs.passed)
+    target_off = mine is not None and not mine.passed
+    if cpu_off and target_off:
+        return "both"
+    if cpu_off:
+        return "cpu"
+    return ctx.target.name if target_off else "undetermined"
+
+
+def check_cross_device(ctx: "CaseContext") -> CheckOutcome | None:
+    """The accelerator's output against the cpu's for the same case.  When they differ and the reference
+    shows the cpu is the side that is off, the failure belongs to the cpu's cells (its reference or error
+    check), and this outcome passes, saying so."""
+    cpu = ctx.cpu
+    if cpu is None or not ctx.returned_tensor:
+        return None
+    tolerance = ctx.tolerance("cross_device")
+    if cpu.run.error is not None:
+        found = CheckOutcome("cross_device", False, f"cpu raised {cpu.run.error}; {ctx.target.name} returned a result",
+                             traceback=cpu.run.error_text, tolerance=tolerance, cause="cpu raised", against="cpu")
+    elif identical(ctx.output64, cpu.output64):
+        assert ctx.output64 is not None
+        return CheckOutcome("cross_device", True, metrics=Metrics.identical(ctx.output64.size), tolerance=tolerance)
+    else:
+        assert ctx.output64 is not None and cpu.output64 is not None
+        found = compare_check("cross_device", ctx.output64, cpu.output64, tolerance, ctx.output_dtype, "cpu")
+        if found.passed:
+            return found
+    side = _side(ctx)
+    found.diverges = side
+    if side == "cpu":
+        return replace(found, passed=True, cause="", message=f"{found.message}; {ctx.target.name} matches the "
+                       f"reference, the cpu does not: the divergence is the cpu's (see its reference or error check)")
+    where = {"both": "both the cpu and this target are off the reference",
+             "undetermined": "both are within the reference tolerance, yet farther apart than the cross-device one"}
+    found.message += f"; {where.get(side, 'this target is off the reference, the cpu is not')}"
+    found.cause = f"{found.cause}, {side if side in where else 'target'} diverges"
+    return found
+
+
+register(Check("reference", "reference", "output vs the independent float64 reference, under the op's tolerance",
+               valid_inputs, check_reference))
+register(Check("fidelity", "input", "lossy ops: PSNR against the input more than the op's margin below the "
+               "reference's", lambda spec, target, mode: spec.fidelity is not None and valid_inputs(spec, target, mode),
+               check_fidelity))
+register(Check("cross_device", "cpu", "an accelerator's output vs the cpu output for the same case (the side "
+               "that is off the reference carries the failure)", on_accelerator, check_cross_device))

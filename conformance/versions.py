@@ -1,0 +1,110 @@
+"""Which library versions this process really runs: the imported module's `__version__` and file.
+
+Package metadata can disagree with what is imported (a source checkout on PYTHONPATH, a
+`pip install --no-deps` over another build, a vendored copy), and verdicts depend on the code
+that ran.  Skips (`requires=`, `needs=`), known-issue version ranges and the environment record
+all read versions from here.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+# distribution name -> import name, where they differ
+IMPORT_NAMES = {"Pillow": "PIL", "pytest-xdist": "xdist", "opencv-python-headless": "cv2"}
+
+
+@dataclass(frozen=True)
+class Installed:
+    """One package as this process sees it."""
+
+    package: str
+    version: str | None  # the imported module's __version__ (metadata when the module has none)
+    file: str | None  # the imported module's file
+    metadata: str | None  # what pip recorded
+
+    @property
+    def mismatch(self) -> bool:
+        return None not in (self.version, self.metadata) and self.version != self.metadata
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"version": self.version, "file": self.file, "metadata": self.metadata}
+
+
+@lru_cache(maxsize=None)
+def installed(package: str) -> Installed:
+    try:
+        metadata: str | None = importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        metadata = None
+    try:
+        module = importlib.import_module(IMPORT_NAMES.get(package, package).replace("-", "_"))
+    except Exception:  # noqa: BLE001 - a package that fails to import is reported as absent
+        return Installed(package, None, None, metadata)
+    version = getattr(module, "__version__", None)
+    return Installed(package, str(version) if version is not None else metadata, getattr(module, "__file__", None),
+                     metadata)
+
+
+def version_of(package: str) -> str | None:
+    """The imported version of a package, or None when it cannot be imported."""
+    return installed(package).version
+
+
+def satisfies(package: str, specifier: str) -> bool:
+    """Whether the imported version is in the PEP 440 range (local labels like +cu132 ignored)."""
+    version = version_of(package)
+    if version is None:
+        return False
+    try:
+        return Version(version.split("+")[0]) in SpecifierSet(specifier)
+    except (InvalidVersion, InvalidSpecifier):
+        return False
+
+
+def below(package: str, version: str) -> bool:
+    """Whether the imported version is older than `version` (False when not installed)."""
+    return satisfies(package, f"<{version}")
+
+
+def unmet(name: str, requires: Mapping[str, str]) -> str | None:
+    """Why `name` cannot run with the imported packages, naming the version found; or None."""
+    for package, wanted in requires.items():
+        found = version_of(package)
+        if found is None:
+            return f"{name} needs {package}{wanted}, which is not installed (or does not import)"
+        if not satisfies(package, wanted):
+            return f"{name} needs {package}{wanted}; imported {package} {found}"
+    return None
+
+
+def reachable(dotted: str) -> bool:
+    """Whether a dotted name (a module, then attributes) exists in the imported libraries."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:split]))
+        except Exception:  # noqa: BLE001 - not a module (or one that fails to import): try a shorter prefix
+            continue
+        for attribute in parts[split:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def missing(name: str, needs: tuple[str, ...] | list[str]) -> str | None:
+    """Why `name` cannot run: the first dotted name it needs that the imported library lacks."""
+    for dotted in needs:
+        if not reachable(dotted):
+            package = dotted.split(".")[0]
+            found = version_of(package)
+            return f"{name} needs {dotted}, which {f'{package} {found}' if found else f'no installed {package}'} lacks"
+    return None

@@ -1,0 +1,91 @@
+"""References never read the library under test: a wrong table in kornia must not pass because
+the reference read the same table.
+
+Statically, no module under conformance/references imports torchvision or kornia. Dynamically,
+every shipped spec's reference is run on drawn cases while a profiler watches every Python call:
+none may enter torchvision's or kornia's files (which also catches a lazy import inside a case
+module's reference function).
+"""
+import ast
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import kornia
+import pytest
+import torchvision
+from hypothesis import HealthCheck, given, settings
+
+ROOT = Path(__file__).parents[1]
+UNDER_TEST = ("torchvision", "kornia")
+LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torchvision, kornia))
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "conformance" / "references").glob("*.py")), ids=lambda p: p.name)
+def test_reference_modules_import_no_library_under_test(path):
+    assert not _imports(path) & set(UNDER_TEST)
+
+
+def _shipped_specs():
+    specs = []
+    for path in sorted((ROOT / "cases").glob("test_*.py")):
+        module_spec = importlib.util.spec_from_file_location(f"independence_{path.stem}", path)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        specs += [value.conformance_spec for value in vars(module).values() if hasattr(value, "conformance_spec")]
+    return specs
+
+
+SPECS = _shipped_specs()
+
+
+class LibraryCall(AssertionError):
+    pass
+
+
+def _traced(function, *args):
+    """Run function(*args); the first Python call into torchvision or kornia is reported."""
+    entered: list[str] = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(LIBRARY_DIRS) and not entered:
+            entered.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+
+    sys.setprofile(profile)
+    try:
+        result = function(*args)
+    finally:
+        sys.setprofile(None)
+    if entered:
+        raise LibraryCall(f"the reference called into the library under test: {entered[0]}")
+    return result
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_no_reference_calls_into_the_library_under_test(spec):
+    from conformance.checks import Baselines
+
+    shared = Baselines()
+    dtype, mode = next((d, m) for d, m in spec.variant_pairs() if m not in spec.error_modes)
+
+    @settings(max_examples=5, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(case=spec.cases(dtype, mode))
+    def check(case):
+        source = shared.input(case)
+        sampled = shared.sampled(spec, case, source)  # the library's sampler may run: it is not the reference
+        arguments = (source.values, case) if sampled is None else (source.values, case, sampled)
+        _traced(spec.reference, *arguments)
+
+    check()
