@@ -11,6 +11,7 @@ Cases are drawn by the suite's own strategies, derandomised with --seed (so a ru
 and different seeds sweep different cases).
 
     python benchmarks/calibrate.py cases/test_resize.py -n 2000 --targets cpu,vcuda:0 --json out.json
+    python benchmarks/calibrate.py --summary out.json ...   # markdown tables of saved sweeps
 """
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ class Cell:
                 if metrics is not None:
                     entry["max_abs"] = max(entry["max_abs"], float(metrics.max_abs))
                     entry["max_mismatch"] = max(entry["max_mismatch"], metrics.mismatch_fraction)
-                if issue.outside(metrics):
+                if issue.outside(metrics, outcome.details):
                     entry["outside"] += 1
         judged = judge(outcome, issues, features)
         if judged.unexpected:
@@ -131,7 +132,34 @@ def sweep(spec: OpSpec, dtype: str, mode: str, targets, issues: list[KnownIssue]
     return cells
 
 
+def summarize(paths: list[Path]) -> None:
+    """Markdown: per variant and cell the compared metric's distribution, then per known issue its scope."""
+    def number(value: Any) -> str:
+        return "-" if value is None else f"{value:.3g}"
+
+    print("| variant | target/check | cases | over | max \\|d\\| | p99 | p99.9 | max mismatch | min PSNR | max gap dB |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    issues = []
+    for path in paths:
+        for row in json.loads(path.read_text()):
+            if row["cell"].split("/")[1] in ("reference", "cross_device", "fidelity") or row["over"]:
+                print(f"| {row['variant']} | {row['cell']} | {row['cases']} | {row['over']} | {number(row['max_abs'])} | "
+                      f"{number(row['p99_abs'])} | {number(row['p999_abs'])} | {number(row['max_mismatch'])} | "
+                      f"{number(row['min_psnr'])} | {number(row['max_gap_db'])} |")
+            issues += [(row["variant"], row["cell"], issue, found) for issue, found in row["issues"].items()]
+    print("\n| known issue | variant | target/check | in scope | explained | max \\|d\\| | max mismatch |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for variant, cell, issue, found in sorted(issues, key=lambda x: (x[2], x[0], x[1])):
+        if found["explained"]:
+            print(f"| {issue} | {variant} | {cell} | {found['in_scope']} | {found['explained']} | "
+                  f"{number(found['max_abs'])} | {number(found['max_mismatch'])} |")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--summary"]:
+        summarize([Path(p) for p in argv[1:]])
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("case_modules", type=Path, nargs="+")
     parser.add_argument("-n", "--examples", type=int, default=2000)

@@ -74,7 +74,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     import torch
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from measure_tolerances import load_specs
+    from calibrate import load_specs
 
     from conformance.calls import sample_params
     from conformance.checks import expected_output

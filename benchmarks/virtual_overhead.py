@@ -19,7 +19,7 @@ from pathlib import Path
 from hypothesis import Phase, given, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
-from measure_tolerances import load_specs  # noqa: E402
+from calibrate import load_specs  # noqa: E402
 
 from conformance.calls import run_op  # noqa: E402
 from conformance.checks import Baselines, check_case  # noqa: E402

@@ -5,7 +5,7 @@ Error modes: a zero std, a mean/std whose length is not the channel count, an
 integer image; each op is held only to the rejections it makes, with the exception
 class it raises (a hang or any other class fails), and every target must raise the
 class the cpu raises.
-Tolerances were measured with benchmarks/measure_tolerances.py (docs/tolerances.md).
+Tolerances were measured with benchmarks/calibrate.py (docs/tolerances.md).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Resize: torchvision v2 `resize`, and v1 `resize` where its uint8 path differs.
 
 Reference: conformance.references.resample (float64, from the documented maths).
-Every tolerance below was measured with benchmarks/measure_tolerances.py; the
+Every tolerance below was measured with benchmarks/calibrate.py; the
 numbers and their reasons are in docs/tolerances.md.
 """
 from __future__ import annotations

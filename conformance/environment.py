@@ -88,7 +88,7 @@ def header_lines(env: dict[str, Any]) -> list[str]:
         f"conformance: {cuda_line}; cpu capability {env['cpu_capability']}; tf32: {tf32}",
         f"conformance targets: {targets}",
     ]
-    lines += [f"conformance: warning: {name} imports as {info['version']} but pip's metadata says {info['metadata']}"
-              for name, info in imported.items() if info.get("metadata") and info.get("version")
-              and info["version"] != info["metadata"]]
+    lines += [f"conformance: warning: {name} imports as {info['version']} from {info['file']}, but pip's metadata "
+              f"says {info['metadata']}" for name, info in imported.items()
+              if versions.Installed(name, info.get("version"), info.get("file"), info.get("metadata")).mismatch]
     return lines

@@ -55,7 +55,7 @@ def judge(outcome: CheckOutcome, issues: list[KnownIssue], features: dict[str, o
     for issue in issues:
         if not issue.covers(outcome.check, outcome.message, features):
             continue
-        broken = issue.outside(outcome.metrics)
+        broken = issue.outside(outcome.metrics, outcome.details)
         if not broken:
             return Judgement("known_issue", issue)
         outside = outside or f"outside the envelope of known issue {issue.id}: {'; '.join(broken)} ({issue.link})"

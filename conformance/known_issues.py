@@ -29,6 +29,8 @@ File format (TOML), one `[[issue]]` table per entry:
     max_abs = 44                                # largest |difference| it explains (the check's max abs diff)
     max_mismatch_fraction = 0.3                 # largest fraction of elements beyond the tolerance it explains
     max_case_fraction = 0.25                    # how often it may fail among the item's cases in scope
+    max_psnr_gap = 20                           # fidelity: most dB it may lose beyond the reference
+    min_psnr = 6                                # PSNR-judged checks: the lowest PSNR it explains
     versions = { torchvision = ">=0.16" }       # PEP 440 specifiers over the imported versions; default: any
     link = "https://github.com/pytorch/vision/issues/8399"
     reason = "why it diverges"
@@ -49,7 +51,7 @@ from conformance import versions as imported
 from conformance.tables import check_fields, read_entries
 
 _LIST_FIELDS = ("targets", "dtypes", "modes", "checks")
-_BOUNDS = ("max_abs", "max_mismatch_fraction", "max_case_fraction")
+_BOUNDS = ("max_abs", "max_mismatch_fraction", "max_case_fraction", "max_psnr_gap", "min_psnr")
 _FIELDS = {"id", "op", "link", "reason", "strict", "versions", "where", "match", *_LIST_FIELDS, *_BOUNDS}
 VALUE_CHECKS = ("reference", "cross_device", "fidelity")
 # One-sided binomial test: a known issue reproducing more often than its envelope allows fails its item
@@ -78,6 +80,8 @@ class KnownIssue:
     max_abs: float | None = None
     max_mismatch_fraction: float | None = None
     max_case_fraction: float | None = None
+    max_psnr_gap: float | None = None
+    min_psnr: float | None = None
     strict: bool = True
     source: str = ""
 
@@ -102,11 +106,17 @@ class KnownIssue:
         return (any(fnmatch.fnmatchcase(check, p) for p in self.checks) and self.in_scope(features)
                 and (self.match is None or re.search(self.match, message) is not None))
 
-    def outside(self, metrics: Any) -> list[str]:
-        """Which bounds of the envelope a failure's metrics break (empty: within it)."""
+    def outside(self, metrics: Any, details: dict[str, Any] | None = None) -> list[str]:
+        """Which bounds of the envelope a failure's metrics (or, for fidelity, its PSNRs) break (empty: within it)."""
         broken = []
+        if self.max_psnr_gap is not None and details and "psnr_vs_input" in details:
+            gap = details["reference_psnr_vs_input"] - details["psnr_vs_input"]
+            if gap > self.max_psnr_gap:
+                broken.append(f"{gap:.2f} dB below the reference's PSNR > {self.max_psnr_gap:g} dB")
         if metrics is not None and self.max_abs is not None and float(metrics.max_abs) > self.max_abs:
             broken.append(f"max abs diff {metrics.max_abs:g} > {self.max_abs:g}")
+        if metrics is not None and self.min_psnr is not None and float(metrics.psnr) < self.min_psnr:
+            broken.append(f"PSNR {float(metrics.psnr):.2f} dB < {self.min_psnr:g} dB")
         if (metrics is not None and self.max_mismatch_fraction is not None
                 and metrics.mismatch_fraction > self.max_mismatch_fraction):
             broken.append(f"{metrics.mismatch_fraction:.2%} of elements beyond the tolerance > "
@@ -120,9 +130,9 @@ class KnownIssue:
         chance = binomial_tail(reproduced, in_scope, self.max_case_fraction)
         if chance >= CASE_FRACTION_ALPHA:
             return None
-        return (f"known issue {self.id} reproduced in {reproduced} of {in_scope} cases in its scope "
-                f"({reproduced / in_scope:.0%}); its envelope allows {self.max_case_fraction:.0%} "
-                f"(chance of this many: {chance:.1e}): a new regression inside its scope, or an entry to re-measure")
+        return (f"outside the envelope of known issue {self.id}: it reproduced in {reproduced} of {in_scope} cases in "
+                f"its scope ({reproduced / in_scope:.0%}), where it allows {self.max_case_fraction:.0%} (chance of this "
+                f"many: {chance:.1e}): a new regression inside its scope, or an entry to re-measure ({self.link})")
 
     def envelope(self) -> dict[str, object]:
         found: dict[str, object] = {name: getattr(self, name) for name in _BOUNDS if getattr(self, name) is not None}
@@ -193,9 +203,10 @@ def _parse_entry(raw: dict, where: str) -> KnownIssue:
     for name in _BOUNDS:
         if name in raw:
             value = raw[name]
+            fraction = name.endswith("_fraction")
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
-                    or (name != "max_abs" and value > 1):
-                limit = "a number >= 0" if name == "max_abs" else "a fraction from 0 to 1"
+                    or (fraction and value > 1):
+                limit = "a fraction from 0 to 1" if fraction else "a number >= 0"
                 raise KnownIssuesError(f"{where}: {name!r} must be {limit}, got {value!r}")
             values[name] = float(value)
     _require_envelope(raw, values, where)
@@ -209,8 +220,8 @@ def _require_envelope(raw: dict, values: dict[str, object], where: str) -> None:
     about_values = any(fnmatch.fnmatchcase(check, pattern) for check in VALUE_CHECKS for pattern in checks)
     if about_values and not bounded:
         raise KnownIssuesError(f"{where}: entry {raw['id']!r} needs an envelope: max_abs, max_mismatch_fraction or "
-                               f"max_case_fraction (how far off, how often), since it is about a value check "
-                               f"({', '.join(VALUE_CHECKS)})")
+                               f"max_case_fraction (how far off, how often; max_psnr_gap, min_psnr for PSNR-judged checks), since it is "
+                               f"about a value check ({', '.join(VALUE_CHECKS)})")
     if not bounded and "match" not in values:
         raise KnownIssuesError(f"{where}: entry {raw['id']!r} needs an envelope: 'match' (which failure message) "
                                f"or a bound (max_abs, max_mismatch_fraction, max_case_fraction)")

@@ -31,7 +31,9 @@ class Installed:
 
     @property
     def mismatch(self) -> bool:
-        return None not in (self.version, self.metadata) and self.version != self.metadata
+        """The imported module is another release than pip recorded (local labels like +cu132 aside)."""
+        return (self.version is not None and self.metadata is not None
+                and self.version.split("+")[0] != self.metadata.split("+")[0])
 
     def to_dict(self) -> dict[str, str | None]:
         return {"version": self.version, "file": self.file, "metadata": self.metadata}

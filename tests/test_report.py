@@ -112,3 +112,29 @@ def test_the_report_renders_in_headless_chromium(tmp_path):
         assert all(r.is_displayed() for r in rows)
     finally:
         browser.quit()
+
+
+def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
+    from conformance import environment
+    from conformance.results import Store, write_summary
+    from conformance.targets import CPU, virtual_targets
+
+    run = tmp_path / "run"
+    store = Store(run, "main", environment.collect([CPU, *virtual_targets(2)]))
+    base = {"kind": "example", "test": "test_op", "op": HOSTILE, "target": "vcuda:1", "virtual": True,
+            "dtype": "float32", "mode": "m", "worker": "main", "pid": 1, "phase": "explore", "example": 0,
+            "case": {"op": "x", "recipe": {}, "params": {}}}
+    store.append(base | {"nodeid": "cases/t.py::test_op[vcuda:1-float32-m-unmoved]", "checks": [
+        {"check": "unmoved", "verdict": "fail", "behaviour": "raises an unclear error", "against": "promise",
+         "message": "promises to work when left on the cpu, but raises an unclear error"}]})
+    store.append(base | {"nodeid": "cases/t.py::test_op[vcuda:1-float32-m-constant_upload]", "checks": [
+        {"check": "constant_upload", "verdict": "warning", "message": f"uploads on every call: {HOSTILE}"}]})
+    store.append(base | {"nodeid": "cases/t.py::test_op[vcuda:1-float32-m-cross_device]", "checks": [
+        {"check": "cross_device", "verdict": "pass", "diverges": "cpu", "against": "cpu", "message": "the cpu's"}]})
+    store.close()
+    write_summary(run, complete=True)
+    html = build_report(run).read_text()
+    assert 'id="module-behaviours"' in html and "raises an unclear error (1)" in html
+    assert 'id="warning-list"' in html and "uploads on every call: &lt;script&gt;" in html
+    assert "differs from the cpu in 1 case(s), where the cpu is the side off the reference" in html
+    assert "<script>alert" not in html

@@ -96,6 +96,15 @@ def _copy_suite(pytester, *modules: str) -> None:
         shutil.copy(CASES / name, folder / name)
 
 
+def _planted_against_control(pytester, module: str, keyword: str, examples: int, control: dict, plant: str):
+    """Run the shipped suite's items as they are (the control), then with `plant` as a conftest: the result."""
+    _copy_suite(pytester, module)
+    args = [*QUICK, f"--max-examples={examples}", "--targets=cpu", "cases", "-k", keyword]
+    pytester.runpytest_subprocess(*args).assert_outcomes(**control)
+    pytester.makeconftest(plant)
+    return pytester.runpytest_subprocess(*args)
+
+
 PLUS_TWO = '''
 import torch
 import torch.nn.functional
@@ -114,11 +123,8 @@ _geometry.interpolate = _plus_two
 
 
 def test_a_regression_inside_a_broad_known_issue_fails_the_gate(pytester):
-    _copy_suite(pytester, "test_resize.py")
-    args = [*QUICK, "--max-examples=60", "--targets=cpu", "cases", "-k", "test_resize and not v1 and cpu-uint8-bicubic-reference"]
-    pytester.runpytest_subprocess(*args).assert_outcomes(xfailed=1)  # control: the real divergence is known
-    pytester.makeconftest(PLUS_TWO)
-    result = pytester.runpytest_subprocess(*args)
+    result = _planted_against_control(pytester, "test_resize.py", "test_resize and not v1 and cpu-uint8-bicubic-reference",
+                                      60, {"xfailed": 1}, PLUS_TWO)  # control: the real divergence is known
     result.assert_outcomes(failed=1)
     assert "outside the envelope of known issue vision-8399-uint8-native-bicubic" in result.stdout.str()
 
@@ -220,11 +226,8 @@ planckian.get_planckian_coeffs = _slightly_wrong
 
 
 def test_a_wrong_number_in_the_librarys_own_table_fails_the_reference(pytester):
-    _copy_suite(pytester, "test_planckian.py")
-    args = [*QUICK, "--max-examples=10", "--targets=cpu", "cases", "-k", "float32-blackbody-reference"]
-    pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)  # control: the real table is right
-    pytester.makeconftest(WRONG_TABLE)
-    result = pytester.runpytest_subprocess(*args)
+    result = _planted_against_control(pytester, "test_planckian.py", "float32-blackbody-reference", 10,
+                                      {"passed": 1}, WRONG_TABLE)  # control: the real table is right
     result.assert_outcomes(failed=1)
     assert "reference: vs reference" in result.stdout.str()
 
