@@ -32,22 +32,19 @@ def main() -> int:
             run = Path(scratch) / f"seed-{seed}"
             start = time.perf_counter()
             done = subprocess.run(
-                [sys.executable, "-m", "conformance", "run", "-p", "no:cacheprovider", "-q", "--hypothesis-profile=dev",
+                [sys.executable, "-m", "conformance", "run", "-p", "no:cacheprovider", "-q", "-rf", "--hypothesis-profile=dev",
                  f"--hypothesis-seed={seed}", f"--run-name=seed-{seed}", *args.pytest_args],
                 cwd=ROOT, capture_output=True, text=True,
                 env=env | {"HYPOTHESIS_STORAGE_DIRECTORY": str(run / "hypothesis"), "CONFORMANCE_REPORTS": scratch})
             seconds = time.perf_counter() - start
-            failed = [line.split(" ")[1] for line in done.stdout.splitlines() if line.startswith("FAILED ")]
+            failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED ")]
             summary = run / "summary.json"
             totals = json.loads(summary.read_text())["totals"] if summary.is_file() else {}
             last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
             rows.append((seed, done.returncode, seconds, last, failed, totals))
             print(f"seed {seed}: exit {done.returncode} in {seconds:.0f} s: {last}", flush=True)
-            for nodeid in failed:
-                print(f"  FAILED {nodeid}", flush=True)
-                message = next((ln for ln in done.stdout.splitlines() if ln.startswith("E  ") and ": " in ln), "")
-                if message:
-                    print(f"    {message.strip()[:300]}")
+            for line in failed:  # pytest's short summary: the test id and the start of its message
+                print(f"  {line[:400]}", flush=True)
     green = sum(1 for row in rows if row[1] == 0)
     print(f"{green} of {len(rows)} dev-profile runs green")
     return 0 if green == len(rows) else 1

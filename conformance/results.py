@@ -49,15 +49,24 @@ class Store:
     def __init__(self, run_dir: Path, worker: str, environment: dict[str, Any]) -> None:
         self.run_dir = run_dir
         self.worker = worker
+        self._case_ids: dict[str, int] = {}  # case JSON -> its id in this file
         (run_dir / "outcomes").mkdir(parents=True, exist_ok=True)
         (run_dir / "environment").mkdir(exist_ok=True)
         (run_dir / "environment" / f"{worker}.json").write_text(json.dumps(json_safe(environment), indent=2))
         self._file: TextIO = open(run_dir / "outcomes" / f"{worker}.jsonl", "a", encoding="utf-8")
         self._artifact_count = 0
 
+    def append_example(self, record: dict[str, Any], case_json: str) -> None:
+        """An example record; its case is written once per file (a `case` line) and referred to by id,
+        since every check of every target records the same case."""
+        case_id = self._case_ids.get(case_json)
+        if case_id is None:
+            case_id = self._case_ids[case_json] = len(self._case_ids)
+            self.append({"kind": "case", "id": case_id}, encoded={"case": case_json})
+        self.append(record | {"case_id": case_id})
+
     def append(self, record: dict[str, Any], encoded: dict[str, str] | None = None) -> None:
-        """Write one record as a line; `encoded` holds fields already serialised to JSON (a case
-        written with each of its checks is encoded once)."""
+        """Write one record as a line; `encoded` holds fields already serialised to JSON."""
         try:
             text = json.dumps(record, sort_keys=True, allow_nan=False)
         except ValueError:  # inf or nan somewhere: spelled as strings
@@ -110,8 +119,10 @@ def expand(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _lines(path: Path) -> Iterator[tuple[int, bool, dict[str, Any] | None]]:
     """(line number, is it the last line, the record or None where the line is not a JSON object)
-    for each non-blank line of an outcomes file."""
+    for each record line of an outcomes file; `case` lines are consumed here and each record that
+    refers to one gets its `case` back."""
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    cases: dict[Any, Any] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -119,6 +130,11 @@ def _lines(path: Path) -> Iterator[tuple[int, bool, dict[str, Any] | None]]:
             record = json.loads(line)
         except json.JSONDecodeError:
             record = None
+        if isinstance(record, dict) and record.get("kind") == "case":
+            cases[record.get("id")] = record.get("case")
+            continue
+        if isinstance(record, dict) and "case_id" in record:
+            record["case"] = cases.get(record.pop("case_id"))
         yield number, number == len(lines), record if isinstance(record, dict) else None
 
 

@@ -376,7 +376,7 @@ class ConformanceRun:
             record["repro"] = repro
         if artifact is not None:
             record["artifact"] = artifact
-        self.store.append(record, encoded={"case": case.json})
+        self.store.append_example(record, case.json)
 
 
 def warn(messages: list[str]) -> None:

@@ -23,6 +23,21 @@ def test_a_torn_last_line_is_skipped_and_counted(tmp_path):
     assert records[1]["metrics"]["max_abs"] == "inf"  # standard JSON, no Infinity literal
 
 
+def test_a_case_shared_by_checks_is_written_once_and_read_back_with_each(tmp_path):
+    store = Store(tmp_path, "gw0", {})
+    first, second = json.dumps({"seed": 1, "side": 3}), json.dumps({"seed": 2})
+    for check, case in (("reference", first), ("cross_device", first), ("reference", second)):
+        store.append_example(record(check=check), case)
+    store.close()
+    lines = (tmp_path / "outcomes" / "gw0.jsonl").read_text().splitlines()
+    assert sum('"kind": "case"' in line for line in lines) == 2 and len(lines) == 5
+    records, torn = read_outcomes(tmp_path)
+    assert torn == 0 and [r["check"] for r in records] == ["reference", "cross_device", "reference"]
+    assert [json.loads(r["case"]) if isinstance(r["case"], str) else r["case"] for r in records] == [
+        {"seed": 1, "side": 3}, {"seed": 1, "side": 3}, {"seed": 2}]
+    assert all("case_id" not in r for r in records)
+
+
 def test_shrink_phase_examples_are_not_counted():
     summary = summarize([record(), record(), record(verdict="fail", phase="shrink"),
                          record(verdict="fail", phase="final", max_abs=7.0)], None)
