@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from conformance.checks import Baselines, applicable
+from conformance.checks import SharedCases, applicable
 from conformance.judgement import judge
 from conformance.known_issues import KnownIssue, load
 from conformance.spec import OpSpec
@@ -108,7 +108,7 @@ class Cell:
 def sweep(spec: OpSpec, dtype: str, mode: str, targets, issues: list[KnownIssue], examples: int,
           seed_value: int) -> dict[str, Cell]:
     cells: dict[str, Cell] = defaultdict(Cell)
-    shared = Baselines(max_bytes=64 * 2**20)
+    shared = SharedCases(max_bytes=64 * 2**20)
     checks = {target.name: [c.name for c in applicable(spec, target, mode)] for target in targets}
     scoped = {(target.name, check): [i for i in issues if i.applies_to(spec.name, target.name, dtype, mode, check)]
               for target in targets for check in checks[target.name]}

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from calibrate import load_specs  # noqa: E402
 
 from conformance.calls import run_op  # noqa: E402
-from conformance.checks import Baselines, check_case  # noqa: E402
+from conformance.checks import SharedCases, check_case  # noqa: E402
 from conformance.recipes import materialize  # noqa: E402
 from conformance.targets import CPU, virtual_targets  # noqa: E402
 
@@ -57,8 +57,8 @@ def main() -> None:
 
     call = {target.name: timed(lambda t=target: [run_op(s, inputs[id(c)][t.virtual], c, t) for s, _, c in work])
             for target in (CPU, vcuda)}
-    baselines = Baselines()
-    checks = {target.name: timed(lambda t=target: [check_case(s, c, t, baselines, m) for s, m, c in work])
+    shared = SharedCases()
+    checks = {target.name: timed(lambda t=target: [check_case(s, c, t, shared, m) for s, m, c in work])
               for target in (CPU, vcuda)}  # cpu first: vcuda reuses its cached baseline, as in a session
     print(f"{len(work)} resize cases ({args.n} per variant)")
     print(f"op call : cpu {call['cpu']:.2f} s, vcuda:1 {call['vcuda:1']:.2f} s, ratio {call['vcuda:1'] / call['cpu']:.2f}x")

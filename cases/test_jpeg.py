@@ -56,6 +56,11 @@ def quality(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     return {"quality": draw(st.integers(1, 100), label="quality")}
 
 
+def jpeg_timing(recipe: Recipe, mode: str) -> dict[str, Any] | None:
+    """Quality 75 (Pillow's default) on colour images."""
+    return {"quality": 75} if recipe.channels == CHANNELS[mode] else None
+
+
 def jpeg_recipes(dtype: str, mode: str, batch_dims: tuple[int, int] = (0, 1), side_multiple: int = 1,
                  in_range: bool = False) -> st.SearchStrategy[Recipe]:
     """Odd sizes come naturally: sides are drawn from 1 to 64.  `in_range`: no out-of-range content,
@@ -92,7 +97,7 @@ def _torchvision_spec(name: str, description: str, call, **extra: Any) -> OpSpec
     return OpSpec(
         name=name, description=description, call=call, reference=jpeg_reference, dtypes=("uint8",),
         modes=tuple(CHANNELS), params=quality, tolerances=LIBJPEG, fidelity=FIDELITY,
-        keeps_memory_format=False, needs_real_device=NVJPEG, precondition=torchvision_codecs,
+        keeps_memory_format=False, needs_real_device=NVJPEG, precondition=torchvision_codecs, timing=jpeg_timing,
         **({"mode_recipes": jpeg_recipes} | extra))
 
 
@@ -175,7 +180,7 @@ def _kornia_spec(name: str, description: str, in_range: bool, **how: Any) -> OpS
         params=quality, tolerances=APPROXIMATION, fidelity=KORNIA_FIDELITY, keeps_memory_format=False,
         mode_recipes=lambda dtype, mode: jpeg_recipes(dtype, mode, batch_dims=(1, 1), side_multiple=KORNIA_SIDES,
                                                       in_range=in_range),
-        narrowed=KORNIA_NARROWED, **how)
+        narrowed=KORNIA_NARROWED, timing=jpeg_timing, **how)
 
 
 JPEG_KORNIA = _kornia_spec("jpeg_kornia_differentiable", "kornia.enhance.jpeg_codec_differentiable", True,

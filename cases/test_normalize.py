@@ -48,6 +48,11 @@ def normalize_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, An
     return {"mean": mean, "std": std}
 
 
+def normalize_timing(recipe: Recipe, mode: str) -> dict[str, Any]:
+    """ImageNet's mean and std, as torchvision's reference scripts use them."""
+    return {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
+
+
 def normalize_reference(image: np.ndarray, case: Case) -> np.ndarray:
     shape = (-1, 1, 1)
     mean = np.asarray(case.params["mean"], dtype=np.float64).reshape(shape)
@@ -87,7 +92,8 @@ def _spec(name: str, description: str, raises: dict[str, type[Exception]], batch
         name=name, description=description, reference=normalize_reference, dtypes=FLOATS, modes=("valid",),
         params=normalize_params, tolerances=TOLERANCES, recipes=partial(normalize_recipes, batch_dims=batch_dims),
         variants=[v for v in VARIANTS if v[1] == "valid" or v[1] in raises],
-        error_modes={mode: ExpectedError(INVALID[mode], raises=cls) for mode, cls in raises.items()}, **how)
+        error_modes={mode: ExpectedError(INVALID[mode], raises=cls) for mode, cls in raises.items()},
+        timing=normalize_timing, **how)
 
 
 def _kornia_normalize(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:

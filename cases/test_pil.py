@@ -128,6 +128,7 @@ TO_DTYPE_V2 = OpSpec(
                                              scale=True),
     reference=to_dtype_reference, dtypes=("uint8", "float32"), modes=("scale",),
     params=lambda recipe, mode: st.just({}),
+    timing=lambda recipe, mode: {},
     # to_dtype documents inputs in [0, 1]: out-of-range floats are not drawn for it.
     recipes=partial(image_recipes, max_side=64, contents=[c for c in CONTENTS if c != "out_of_range"]),
     output_dtype=lambda case: "float32" if case.recipe.dtype == "uint8" else "uint8",

@@ -73,6 +73,7 @@ PLANCKIAN = OpSpec(
     ],
     keeps_memory_format=False,  # kornia stacks the channels into a new contiguous tensor
     needs=("kornia.augmentation.RandomPlanckianJitter",),
+    timing=lambda recipe, mode: {"mode": mode},
 )
 
 test_planckian_jitter_kornia = PLANCKIAN.test()

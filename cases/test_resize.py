@@ -72,6 +72,11 @@ def resize_features(case: Case) -> dict[str, Any]:
             "samples_on_pixel_edges": on_edges}
 
 
+def resize_timing(recipe: Recipe, mode: str) -> dict[str, Any]:
+    """Halve each side: the downscale of a data-loading pipeline."""
+    return {"size": [max(1, recipe.height // 2), max(1, recipe.width // 2)], "max_size": None, **_mode_params(mode)}
+
+
 def resize_reference(image: np.ndarray, case: Case) -> np.ndarray:
     params = case.params
     height, width = image.shape[-2:]
@@ -121,6 +126,7 @@ RESIZE = OpSpec(
     params=resize_params,
     tolerances=TOLERANCES,
     features=resize_features,
+    timing=resize_timing,
 )
 
 # v1 differs only for uint8 bilinear/bicubic: it always takes the float path
@@ -136,6 +142,7 @@ RESIZE_V1 = OpSpec(
     tolerances=TOLERANCES,
     recipes=partial(image_recipes, max_batch_dims=1),
     features=resize_features,
+    timing=resize_timing,
 )
 
 test_resize = RESIZE.test()

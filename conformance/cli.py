@@ -4,6 +4,9 @@
     python -m conformance summary reports/<run>    summary.json + table from the outcome files
     python -m conformance report reports/<run>     (re)build reports/<run>/index.html
     python -m conformance merge RUN... -o OUT      combine runs from several machines into one report
+    python -m conformance baseline -o DIR [PYTEST ARGS...]   record outputs and timings of this build
+    python -m conformance compare BASELINE OTHER   what changed between two builds (outputs, timings)
+    python -m conformance timing -o FILE           time each op per target and input size
 """
 from __future__ import annotations
 
@@ -79,9 +82,61 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument("-o", "--output", type=Path, required=True, help="folder of the merged run (must not exist)")
     merge.add_argument("--label", action="append", default=None,
                        help="column label per run, in order (default: the machine name recorded by each run)")
+    from conformance import timing
+
+    baseline = commands.add_parser("baseline", help="record this build's outputs (fixed cases) and timings into a "
+                                                    "folder; other arguments go to pytest")
+    baseline.add_argument("-o", "--output", type=Path, required=True, help="baseline folder (must not exist or be empty)")
+    baseline.add_argument("--no-timing", action="store_true", help="outputs only")
+    compare = commands.add_parser("compare", help="compare a baseline with another baseline or a run made with "
+                                                  "--baseline; exit 1 on a change beyond tolerance or a slowdown")
+    compare.add_argument("baseline", type=Path)
+    compare.add_argument("other", type=Path)
+    compare.add_argument("--slowdown", type=float, default=timing.DEFAULT_THRESHOLD, metavar="FACTOR",
+                         help=f"flag ops slower than FACTOR x the baseline, against the calibration op "
+                              f"(default {timing.DEFAULT_THRESHOLD})")
+    compare.add_argument("--json", type=Path, default=None, metavar="FILE", help="write every change to FILE")
+    timed = commands.add_parser("timing", help="time each op per target and input size (written as JSON)")
+    timed.add_argument("-o", "--output", type=Path, required=True, help="timings file to write")
+    timed.add_argument("--cases", type=Path, default=Path("cases"), help="case modules (default ./cases)")
+    timed.add_argument("--planted-slowdown", default=None, metavar="OP", help=argparse.SUPPRESS)
+    for sub in (baseline, timed):
+        sub.add_argument("--shapes", default=",".join(timing.SHAPES),
+                         help=f"input shapes to time, comma list of {', '.join(timing.SHAPES)}")
+        sub.add_argument("--ops", default=None, help="only these ops (comma list of op names)")
+        sub.add_argument("--rounds", type=int, default=9, help="timed blocks per op and calibration (median)")
     if argv[:1] == ["run"]:
         return _run(argv[1:])
-    args = parser.parse_args(argv)
+    if argv[:1] == ["baseline"]:
+        args, rest = parser.parse_known_args(argv)
+    else:
+        args, rest = parser.parse_args(argv), []
+    if args.command in ("baseline", "timing"):
+        shapes = [s for s in args.shapes.split(",") if s]
+        unknown = [s for s in shapes if s not in timing.SHAPES]
+        if unknown or not shapes or args.rounds < 1:
+            parser.error(f"--shapes: unknown {unknown or 'empty list'} (known: {', '.join(timing.SHAPES)})"
+                         if unknown or not shapes else "--rounds must be at least 1")
+        ops = [o for o in args.ops.split(",") if o] if args.ops else None
+    if args.command == "baseline":
+        from conformance.buildcompare import make_baseline
+
+        return make_baseline(args.output, rest, timings=not args.no_timing, shapes=shapes, ops=ops,
+                             rounds=args.rounds)
+    if args.command == "timing":
+        from conformance.buildcompare import measure_timings
+
+        if not args.cases.exists():
+            print(f"conformance timing: no such case folder or file {str(args.cases)!r}", file=sys.stderr)
+            return USAGE_ERROR
+        return measure_timings(args.output, [args.cases], shapes=shapes, ops=ops, rounds=args.rounds,
+                               environment={}, slow=args.planted_slowdown)
+    if args.command == "compare":
+        from conformance.buildcompare import compare as compare_builds
+
+        if not args.slowdown > 1:
+            parser.error("--slowdown must be a factor above 1")
+        return compare_builds(args.baseline, args.other, threshold=args.slowdown, json_out=args.json)
     if args.command == "report":
         return _report(args.run_dir)
     if args.command == "merge":

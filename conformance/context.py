@@ -1,7 +1,7 @@
 """One case on one target: everything its checks read, each part computed once, on first use.
 
 Every check is its own pytest item, so the items of one case's checks share a `CaseContext`
-(cached in `Baselines`, bounded by bytes): the op runs once per case and target, the input and
+(cached in `SharedCases`, bounded by bytes): the op runs once per case and target, the input and
 reference once per case, and an accelerator's context reads the cpu's for the cross-device
 comparison and for saying which side diverges.
 """
@@ -20,12 +20,12 @@ from conformance.targets import CPU, Target
 from conformance.virtual import host_tensor
 
 if TYPE_CHECKING:
-    from conformance.baselines import Baselines, InputImage
+    from conformance.shared import SharedCases, InputImage
     from conformance.checks.registry import CheckOutcome
 
 
 class CaseContext:
-    def __init__(self, spec: OpSpec, case: Case, target: Target, mode: str, shared: "Baselines") -> None:
+    def __init__(self, spec: OpSpec, case: Case, target: Target, mode: str, shared: "SharedCases") -> None:
         self.spec, self.case, self.target, self.mode, self.shared = spec, case, target, mode, shared
         self.expected_error: ExpectedError | None = spec.error_modes.get(mode)
         self._outcomes: dict[str, CheckOutcome | None] = {}

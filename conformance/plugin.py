@@ -42,7 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--group-by", choices=("auto", "target", "variant"), default="auto",
                     help="how items are grouped for pytest-xdist (-n N; loadgroup is used unless --dist is given): "
                          "'target' keeps each worker on one device, 'variant' runs an op/dtype/mode on every "
-                         "target in one worker so drawn cases and baselines are shared; auto: 'target' when "
+                         "target in one worker so drawn cases, inputs and references are shared; auto: 'target' when "
                          "two or more real accelerators are selected, else 'variant'")
     group.addoption("--case-timeout", type=float, default=None, metavar="SECONDS",
                     help="per-call time limit for ops; a call past it is an error outcome and the run goes on "
@@ -53,6 +53,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="check exactly the cases an earlier run checked (its run folder or an outcomes/*.jsonl "
                          "file), on this run's targets, instead of drawing new ones; items it has no cases for "
                          "are skipped")
+    group.addoption("--baseline", default=None, metavar="DIR",
+                    help="compare with a baseline made on another build (python -m conformance baseline): check "
+                         "exactly its cases, add a 'baseline' check per target (a change beyond tolerance fails, a "
+                         "bit-level change is a warning) and record this run's outputs for `compare`")
+    group.addoption("--record-outputs", default=None, metavar="DIR",
+                    help="record every checked output (digest and array) into DIR (what `baseline` does)")
     group.addoption("--reports-dir", default=None, metavar="DIR",
                     help="where runs are stored (default: <rootdir>/reports; env CONFORMANCE_REPORTS)")
     group.addoption("--run-name", default=None, metavar="NAME", help="name of this run's folder (default: a timestamp)")
@@ -172,9 +178,35 @@ def pytest_configure(config: pytest.Config) -> None:
             run.use_saved_cases(Path(cases_from), saved_cases(Path(cases_from)))
         except SavedCasesError as exc:
             raise pytest.UsageError(f"--cases-from: {exc}") from None
+    _configure_outputs(config, run)
     config.stash[RUN_KEY] = run
     if config.pluginmanager.hasplugin("xdist"):
         distribute.configure(config, run)
+
+
+def _configure_outputs(config: pytest.Config, run: ConformanceRun) -> None:
+    """--baseline: its cases, its outputs to compare with, this run's outputs recorded beside the outcomes;
+    --record-outputs: outputs recorded into the given folder."""
+    from conformance.checks.baseline import BaselineOutputs
+    from conformance.outputs import OutputRecorder, OutputsError, outputs_folder, plans
+
+    baseline, record = config.getoption("baseline"), config.getoption("record_outputs")
+    if baseline is not None:
+        if run.replay is not None or config.getoption("cases_from") is not None:
+            raise pytest.UsageError("--baseline checks the baseline's cases: it cannot be combined with "
+                                    "--replay or --cases-from")
+        try:
+            loaded = BaselineOutputs(outputs_folder(Path(baseline)))
+            run.use_saved_cases(Path(baseline), plans(loaded.index))
+        except OutputsError as exc:
+            raise pytest.UsageError(f"--baseline: {exc}") from None
+        run.shared.baseline = loaded
+        run.options = run.options | {"baseline"}
+    folder = Path(record) if record is not None else (run.run_dir / "outputs" if baseline is not None else None)
+    if folder is not None:
+        if folder.exists() and not folder.is_dir():
+            raise pytest.UsageError(f"--record-outputs: {str(folder)!r} exists and is not a folder")
+        run.recorder = OutputRecorder(folder, run.worker)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -216,9 +248,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                      marks=marks(target))
         for dtype, mode in spec.variant_pairs()
         for target in run.targets
-        for check in applicable(spec, run.targets[target], mode)
+        for check in applicable(spec, run.targets[target], mode, run.options)
     ]
     metafunc.parametrize(("target", "dtype", "mode", "check"), params)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under --baseline, a baseline that shares no op with the selected specs is a usage error (every
+    item would be skipped, and a gate would pass on nothing)."""
+    config, items = session.config, session.items
+    run = config.stash.get(RUN_KEY, None)
+    baseline = getattr(getattr(run, "shared", None), "baseline", None)
+    if baseline is None:
+        return
+    collected = {spec.name for item in items if (spec := _spec_of(item)) is not None}
+    recorded = {key.op for key in baseline.index}
+    if collected and not collected & recorded:
+        raise pytest.UsageError(f"--baseline {baseline.folder.parent}: it holds ops {', '.join(sorted(recorded))}, "
+                                f"none of which this run collects ({', '.join(sorted(collected))}): a baseline from "
+                                f"another op set")
 
 
 def _is_conformance_failure(exc: BaseException) -> bool:

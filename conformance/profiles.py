@@ -4,6 +4,8 @@
 `ci`        derandomised: the same cases on every run and machine, no database,
             a fixed budget, no deadline (first CUDA calls are slow).
 `thorough`  nightly: thousands of examples, database on.
+`baseline`  `python -m conformance baseline`: derandomised, a small fixed case set, no shrinking
+            (a baseline records outputs; the verdicts are the ordinary run's job).
 Without --hypothesis-profile the plugin picks `ci` when $CI is set, else `dev`.
 """
 from __future__ import annotations
@@ -24,6 +26,8 @@ PROFILES = {
     "dev": dict(max_examples=100, **_COMMON),
     "ci": dict(max_examples=100, derandomize=True, database=None, **_COMMON),
     "thorough": dict(max_examples=2000, **_COMMON),
+    "baseline": dict(_COMMON, max_examples=12, derandomize=True, database=None,
+                     phases=[Phase.explicit, Phase.generate]),
 }
 
 

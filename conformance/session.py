@@ -23,10 +23,12 @@ from hypothesis import strategies as st
 from conformance import environment as env_info
 from conformance import profiles
 from conformance import known_issues as ki
-from conformance.checks import Baselines, CheckOutcome
+from conformance.checks import SharedCases, CheckOutcome
+from conformance.checks.baseline import output_key, output_record
 from conformance.context import CaseContext
 from conformance.judgement import (ConformanceFailure, ConformanceWarning, Judgement, failure_class, failure_message,
                                   judge)
+from conformance.outputs import OutputRecorder
 from conformance.recipes import Case
 from conformance.results import Store, check_entry, safe_name
 from conformance.spec import OpSpec, parse_item_id, variant_key
@@ -100,7 +102,7 @@ class ConformanceRun:
         self.run_dir = run_dir
         self.worker = worker
         self.replay = replay
-        self.baselines = Baselines()
+        self.shared = SharedCases()
         self.item: ItemState | None = None
         # Cases hypothesis drew for a (module, test, dtype, mode), replayed on the other targets.
         self.plans: dict[tuple[str, ...], list[Case]] = {}
@@ -116,6 +118,8 @@ class ConformanceRun:
         self._strictness: dict[tuple[str, Cell], list[bool]] = {}  # (issue, cell) -> [exercised, reproduced]
         self.report_path: Path | None = None
         self.report_error: str | None = None
+        self.options: frozenset[str] = frozenset()  # optional checks this run turned on ("baseline")
+        self.recorder: OutputRecorder | None = None  # each checked output, for baselines and `compare`
 
     def __repr__(self) -> str:  # shown in hypothesis' "Failing test case" block
         return f"ConformanceRun({str(self.run_dir)!r})"
@@ -135,6 +139,8 @@ class ConformanceRun:
         return self._store
 
     def close(self) -> None:
+        if self.recorder is not None:
+            self.recorder.flush()
         if self._store is not None:
             self._store.close()
 
@@ -296,7 +302,7 @@ class ConformanceRun:
             return  # drawn again (choices differ, values do not): checking it again would find the same
         if state.source == "hypothesis" and not state.failure_seen and self.replay is None:
             state.drawn.append(case)  # generated (or the database's), before any shrinking: a plan
-        ctx = self.baselines.context(spec, case, state.target, state.mode)
+        ctx = self.shared.context(spec, case, state.target, state.mode)
         if ctx.run.not_emulatable is not None:
             pytest.skip(f"not emulatable on a virtual device: {ctx.run.not_emulatable}")
         if ctx.run.resource is not None:  # out of memory: recorded, and the next case runs
@@ -311,6 +317,8 @@ class ConformanceRun:
         counted = phase in ("explore", "final", "replay")
         if counted:
             state.examples += 1
+            if self.recorder is not None and not self.recorder.has(output_key(ctx)):
+                self.recorder.add(*output_record(ctx), plan=state.plan_key[:2])
         if outcome is None:  # nothing for this check to look at in this case (e.g. the op raised)
             state.settled.add(case.key)
             return

@@ -56,7 +56,7 @@ def parse_item_id(nodeid: str) -> ItemId | None:
 
 
 def variant_key(nodeid: str, test: str, dtype: str, mode: str) -> tuple[str, str, str, str]:
-    """Which items share drawn cases and baselines: one module's test, dtype and mode, any target."""
+    """Which items share drawn cases, inputs and references: one module's test, dtype and mode, any target."""
     return nodeid.split("::")[0], test, dtype, mode
 
 
@@ -174,6 +174,9 @@ class OpSpec:
     precondition: () -> why the op cannot run here, or None; asked once, for what `requires` and
                  `needs` cannot see (e.g. a library's compiled extension that does not load with this
                  torch); items are skipped with the reason.
+    timing:      (recipe, mode) -> fixed parameters for timing the op on an input like the recipe (a
+                 data-loading size: see conformance.timing), or None where the mode does not apply;
+                 ops without it are not timed.
     narrowed:    why the drawn inputs are narrower than usual for the imported library version
                  (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
     """
@@ -203,6 +206,7 @@ class OpSpec:
     needs: Sequence[str] = ()
     precondition: Callable[[], str | None] | None = None
     narrowed: str = ""
+    timing: Callable[[Recipe, str], dict[str, Any] | None] | None = None
 
     def unmet_requirement(self) -> str | None:
         """Why this op cannot be tested with the imported packages (naming their versions), or None."""

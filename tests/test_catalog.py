@@ -8,7 +8,7 @@ import pytest
 import torch
 import torchvision.transforms.v2.functional as F
 
-from conformance.checks import Baselines, check_case
+from conformance.checks import SharedCases, check_case
 from conformance.recipes import Case, Recipe
 from conformance.spec import ExpectedError, ModuleOp
 from conformance.targets import CPU, virtual_targets
@@ -28,7 +28,7 @@ normalize_cases, pil_cases, planckian_cases = (case_module(n) for n in ("test_no
 
 
 def outcomes(spec, case, mode, target=CPU):
-    return {o.check: o for o in check_case(spec, case, target, Baselines(), mode).outcomes}
+    return {o.check: o for o in check_case(spec, case, target, SharedCases(), mode).outcomes}
 
 
 def replaced(spec, **changes):

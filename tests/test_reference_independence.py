@@ -74,9 +74,9 @@ def _traced(function, *args):
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_no_reference_calls_into_the_library_under_test(spec):
-    from conformance.checks import Baselines
+    from conformance.checks import SharedCases
 
-    shared = Baselines()
+    shared = SharedCases()
     dtype, mode = next((d, m) for d, m in spec.variant_pairs() if m not in spec.error_modes)
 
     @settings(max_examples=5, derandomize=True, database=None, deadline=None,

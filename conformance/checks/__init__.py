@@ -10,6 +10,7 @@
   unmoved         a module left on the cpu keeps its promise with a device input
   sampling        a random module's own sampler on the target
   constant_upload constants copied to the device on every call (a warning)
+  baseline        with --baseline DIR: the output against another build's for the same case
 
 Each is its own pytest item; `check_case` runs all that apply to one case (the harness's tests
 and benchmarks use it).
@@ -20,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from conformance.baselines import Baselines, InputImage, expected_output
-from conformance.checks import basic, devices, values  # noqa: F401 - each registers its checks
+from conformance.shared import SharedCases, InputImage, expected_output
+from conformance.checks import baseline, basic, devices, values  # noqa: F401 - each registers its checks
 from conformance.checks.basic import memory_formats
 from conformance.checks.registry import REGISTRY, Check, CheckOutcome, applicable, register
 from conformance.checks.values import psnr
@@ -30,11 +31,11 @@ from conformance.spec import OpSpec
 from conformance.targets import Target
 
 ORDER = ("error", "placement", "invariants", "reference", "fidelity", "cross_device", "unmoved", "sampling",
-         "constant_upload")
+         "constant_upload", "baseline")
 for _name in ORDER:  # item order within a target: the simplest checks first
     REGISTRY[_name] = REGISTRY.pop(_name)
 
-__all__ = ["Baselines", "CaseResult", "Check", "CheckOutcome", "InputImage", "REGISTRY", "applicable", "check_case",
+__all__ = ["SharedCases", "CaseResult", "Check", "CheckOutcome", "InputImage", "REGISTRY", "applicable", "check_case",
            "expected_output", "memory_formats", "psnr", "register"]
 
 
@@ -52,9 +53,9 @@ class CaseResult:
         return [o for o in self.outcomes if not o.passed]
 
 
-def check_case(spec: OpSpec, case: Case, target: Target, baselines: Baselines, mode: str) -> CaseResult:
+def check_case(spec: OpSpec, case: Case, target: Target, shared: SharedCases, mode: str) -> CaseResult:
     """Run one case on one target through every applicable check."""
-    ctx = baselines.context(spec, case, target, mode)
+    ctx = shared.context(spec, case, target, mode)
     if ctx.run.not_emulatable is not None:
         return CaseResult([], not_emulatable=ctx.run.not_emulatable)
     if ctx.run.resource is not None:

@@ -48,6 +48,7 @@ class Check:
     applies: Callable[[OpSpec, Target, str], bool]
     run: Callable[["CaseContext"], CheckOutcome | None]  # None: nothing to check in this case
     gating: bool = True  # False: its failures are warnings (a lesser, separately named finding)
+    option: str | None = None  # only in runs that turn this on (e.g. "baseline": run --baseline DIR)
 
 
 REGISTRY: dict[str, Check] = {}
@@ -60,9 +61,11 @@ def register(check: Check) -> Check:
     return check
 
 
-def applicable(spec: OpSpec, target: Target, mode: str) -> list[Check]:
-    """The checks that become items for this op, target and mode, in registry order."""
-    return [check for check in REGISTRY.values() if check.applies(spec, target, mode)]
+def applicable(spec: OpSpec, target: Target, mode: str, options: frozenset[str] = frozenset()) -> list[Check]:
+    """The checks that become items for this op, target and mode, in registry order; `options`:
+    what this run turned on (a check with an `option` is left out otherwise)."""
+    return [check for check in REGISTRY.values()
+            if (check.option is None or check.option in options) and check.applies(spec, target, mode)]
 
 
 # -- conditions ----------------------------------------------------------------------------

@@ -67,13 +67,14 @@ def expected_output(ideal: np.ndarray, dtype: str) -> np.ndarray:
     return ideal
 
 
-class Baselines:
+class SharedCases:
     """Per-case values shared across targets, least recently used first out."""
 
     def __init__(self, max_bytes: int = 256 * 2**20) -> None:
         self._entries: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         self._bytes = 0
         self.max_bytes = max_bytes
+        self.baseline: Any = None  # checks.baseline.BaselineOutputs under --baseline
 
     def _get(self, key: tuple[str, str, str], compute: Callable[[], Any]) -> Any:
         if key in self._entries:
