@@ -129,10 +129,10 @@ JPEG_V2 = _torchvision_spec("jpeg_v2", "torchvision.transforms.v2.functional.jpe
                             needs=("torchvision.transforms.v2.functional.jpeg",))
 ENCODE_JPEG = _torchvision_spec("encode_jpeg_tv", "torchvision.io.encode_jpeg (decoded by Pillow)",
                                 _encode_with_torchvision, mode_recipes=partial(jpeg_recipes, batch_dims=(0, 0)),
-                                host_output="the encoded bytes are decoded on the host")
+                                timing_batched=False, host_output="the encoded bytes are decoded on the host")
 DECODE_JPEG = _torchvision_spec("decode_jpeg_tv", "torchvision.io.decode_jpeg of Pillow's bytes",
                                 _decode_with_torchvision, mode_recipes=partial(jpeg_recipes, batch_dims=(0, 0)),
-                                host_transfers="the image is encoded by Pillow on the host")
+                                timing_batched=False, host_transfers="the image is encoded by Pillow on the host")
 
 
 # -- kornia: float images in [0, 1], (B, 3, H, W) -------------------------------------------------

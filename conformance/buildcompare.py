@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -40,6 +41,16 @@ def load_specs(case_paths: list[Path]) -> list[Any]:
     return specs
 
 
+CORE_VALUE_OPTIONS = ("-k", "-m", "-p", "-o", "-n", "-W", "-c", "--junitxml", "--rootdir", "--basetemp", "--dist",
+                      "--maxfail", "--durations", "--tb")
+
+
+def case_paths(pytest_args: list[str]) -> list[str]:
+    """The files and folders the (joined) pytest arguments name for collection."""
+    return [arg for previous, arg in zip(["", *pytest_args], pytest_args)
+            if not arg.startswith("-") and previous not in CORE_VALUE_OPTIONS and Path(arg.split("::")[0]).exists()]
+
+
 def _environment_of(run_dir: Path) -> dict[str, Any]:
     for path in sorted((run_dir / "environment").glob("*.json")):
         try:
@@ -55,18 +66,20 @@ def make_baseline(out: Path, pytest_args: list[str], *, timings: bool, shapes: l
         print(f"conformance baseline: {out} exists and is not empty (a baseline is never overwritten)",
               file=sys.stderr)
         return 4
-    cases = [a for a in pytest_args if not a.startswith("-") and Path(a.split("::")[0]).exists()]
+    from conformance.cli import pytest_command, run_pytest
+
+    pytest_args = pytest_command(pytest_args)
+    cases = case_paths(pytest_args)
     if not cases:
         if not Path("cases").is_dir():
             print("conformance baseline: no ./cases folder here; pass the path of your case modules", file=sys.stderr)
             return 4
-        cases, pytest_args = ["cases"], ["cases", *pytest_args]
+        cases = ["cases"]
     out.mkdir(parents=True, exist_ok=True)
     run_name = f"baseline-{time.strftime('%Y%m%d-%H%M%S')}"
     reports = Path("reports")
-    rc = subprocess.call([sys.executable, "-m", "pytest", *pytest_args, "--record-outputs", str(out / "outputs"),
-                          "--hypothesis-profile", "baseline", "--run-name", run_name, "-p", "no:cacheprovider",
-                          "-q", "--reports-dir", str(reports)])
+    rc = run_pytest([*pytest_args, f"--record-outputs={out / 'outputs'}", "--hypothesis-profile=baseline",
+                     f"--run-name={run_name}", "-p", "no:cacheprovider", "-q", f"--reports-dir={reports}"])
     if rc not in (0, 1):
         print(f"conformance baseline: the suite ended with exit code {rc}; no baseline written", file=sys.stderr)
         return rc
@@ -84,15 +97,28 @@ def make_baseline(out: Path, pytest_args: list[str], *, timings: bool, shapes: l
     (out / "baseline.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
     print(f"baseline: {len(index)} outputs of {len(manifest['ops'])} ops in {out / 'outputs'} "
           f"(the suite's own verdict: exit {rc}, see {manifest['run_folder']})")
-    if timings:
-        return measure_timings(out / "timings.json", [Path(c.split("::")[0]) for c in cases], shapes=shapes, ops=ops,
-                               rounds=rounds, environment=environment)
-    return 0
+    if not timings:
+        return 0
+    rc = measure_timings(out / "timings.json", [Path(c.split("::")[0]) for c in cases], shapes=shapes, ops=ops,
+                         rounds=rounds, environment=environment)
+    if rc == 0 and run_dirs:  # the run's report shows the timings as charts
+        from conformance.report import build_report
+
+        shutil.copyfile(out / "timings.json", run_dirs[-1] / "timings.json")
+        print(f"report: {build_report(run_dirs[-1])}")
+    return rc
 
 
 def measure_timings(path: Path, case_paths: list[Path], *, shapes: list[str], ops: list[str] | None, rounds: int,
-                    environment: dict[str, Any], slow: str | None = None) -> int:
-    from conformance.targets import discover
+                    environment: dict[str, Any], slow: str | None = None, as_target: str | None = None, isa: bool = True) -> int:
+    """Time every op on this process's targets; each cpu ISA level in a child process with it set.
+    `as_target`: this process is such a child: time the cpu only, under that name."""
+    import dataclasses
+    import os
+    import tempfile
+
+    from conformance.isa import ENV
+    from conformance.targets import CPU, IsaTarget, discover
 
     specs = [s for s in load_specs(case_paths) if ops is None or s.name in ops]
     if ops is not None and not specs:
@@ -101,8 +127,23 @@ def measure_timings(path: Path, case_paths: list[Path], *, shapes: list[str], op
         return 4
     if slow is not None:
         specs = [planted_slowdown(s) if s.name == slow else s for s in specs]
-    print(f"timing {len(specs)} ops on {', '.join(t.name for t in discover(0))}, shapes {', '.join(shapes)}:")
-    found = timing.measure_all(specs, discover(0), shapes, progress=print, rounds=rounds)
+    targets = [CPU] if as_target else discover(0, isa=isa)
+    here = [t for t in targets if not isinstance(t, IsaTarget)]
+    print(f"timing {len(specs)} ops on {as_target or ', '.join(t.name for t in targets)}, shapes {', '.join(shapes)}:")
+    found = timing.measure_all(specs, here, shapes, progress=print, rounds=rounds)
+    if as_target:
+        found = [dataclasses.replace(t, target=as_target) for t in found]
+    for isa_target in [t for t in targets if isinstance(t, IsaTarget)]:
+        with tempfile.TemporaryDirectory() as folder:
+            child = Path(folder) / "timings.json"
+            args = [sys.executable, "-m", "conformance", "timing", "-o", str(child), "--shapes", ",".join(shapes),
+                    "--rounds", str(rounds), "--as-target", isa_target.name]
+            args += [f"--cases={p}" for p in case_paths[:1]] + ([f"--ops={','.join(ops)}"] if ops else [])
+            args += [f"--planted-slowdown={slow}"] if slow else []
+            if subprocess.call(args, env=dict(os.environ, **{ENV: isa_target.level})) == 0:  # type: ignore[attr-defined]
+                found += timing.read(child)
+            else:
+                print(f"  {isa_target.name}: not timed (its worker process failed)")
     timing.write(path, found, environment)
     print(f"timings: {len(found)} in {path}")
     return 0

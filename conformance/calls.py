@@ -167,6 +167,8 @@ def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampl
            *, move_module: bool = True) -> OpRun:
     """Call the op on a target; with `move_module=False` a module op keeps its module on the cpu.
     A random module called without `sampled` draws its own parameters (seeded with the case)."""
+    if getattr(target, "level", None) is not None:
+        return _run_in_isa_worker(spec, case, target, sampled)
     log = PlacementLog(target.device) if target.is_accelerator else None
     if log is not None:
         log.taint(tensor)
@@ -174,6 +176,30 @@ def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampl
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(case.recipe.seed)
         _call(spec, tensor, case, target, sampled, move_module, run)
+    return run
+
+
+def _run_in_isa_worker(spec: OpSpec, case: Case, target: Target, sampled: Sampled | None) -> OpRun:
+    """The case in the worker process of an ISA target (it rebuilds the input from the recipe)."""
+    from conformance import isa
+    from conformance.spec import SOURCES
+
+    run = OpRun()
+    if spec.name not in SOURCES:
+        run.not_emulatable = f"{spec.name} was not defined by a case module (no source file to load it from)"
+        return run
+    answer = isa.worker(target.level).call(  # type: ignore[attr-defined]
+        {"source": SOURCES[spec.name], "op": spec.name, "case": case.json, "timeout": _limits["case_timeout_s"],
+         "sampled": sampled}, _limits["case_timeout_s"])
+    if answer.unavailable is not None:
+        run.not_emulatable = answer.unavailable
+    elif answer.error is not None:
+        run.error, run.error_text, run.error_message = answer.error, answer.error, answer.error_message
+        run.error_type = CaseTimeout if answer.timed_out else isa.error_class(answer.error_type)
+        run.timed_out = answer.timed_out
+        run.mixed_devices = is_device_mix_error(answer.error_message)
+    else:
+        run.output = answer.output
     return run
 
 

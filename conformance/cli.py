@@ -12,23 +12,64 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from conformance.results import format_table, write_summary
+from conformance.results import format_table, was_complete, write_summary
 
 USAGE_ERROR = 4  # pytest's exit code for usage errors, so scripts can treat both alike
 
 
+HYPOTHESIS_VALUE_OPTIONS = ("--hypothesis-profile", "--hypothesis-seed", "--hypothesis-verbosity")
+
+
+def _plugin_value_options() -> set[str]:
+    """The plugin's options that take a value (read from its own `pytest_addoption`)."""
+    from _pytest.config.argparsing import Parser
+
+    from conformance import plugin
+
+    parser = Parser()
+    plugin.pytest_addoption(parser)
+    return {name for option in parser.getgroup("conformance").options
+            if option.attrs().get("action", "store") in ("store", "append") for name in option.names()}
+
+
+def pytest_command(args: list[str]) -> list[str]:
+    """The pytest arguments for `run`.  What to collect is pytest's own decision: ./cases is its
+    `testpaths`, used when the arguments name no file or folder.  Plugin options are joined to their
+    values (`--reports-dir=DIR`), because pytest finds its rootdir before it loads plugins and would
+    take a separate value that is an existing path for a path to test."""
+    joined, values = [], _plugin_value_options() | set(HYPOTHESIS_VALUE_OPTIONS)
+    args = list(args)
+    while args:
+        arg = args.pop(0)
+        if arg in values and args:
+            arg = f"{arg}={args.pop(0)}"
+        joined.append(arg)
+    return (["-o", "testpaths=cases"] if Path("cases").is_dir() else []) + joined
+
+
+def run_pytest(pytest_args: list[str]) -> int:
+    """pytest in a child process (it must import and assert-rewrite the plugin itself).  Ctrl-C reaches
+    the child too, which ends the run as interrupted (summary and report marked incomplete, exit 2):
+    this process waits for that instead of killing it; SIGTERM is passed on for the same ending."""
+    child = subprocess.Popen([sys.executable, "-m", "pytest", *pytest_args])
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signal.SIGTERM))
+    try:
+        while True:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _run(pytest_args: list[str]) -> int:
-    # A child process: pytest must import (and assert-rewrite) the plugin itself.
-    if not any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in pytest_args):
-        if not Path("cases").is_dir():
-            print("conformance run: no ./cases folder here; pass the path of your case modules", file=sys.stderr)
-            return USAGE_ERROR
-        pytest_args = ["cases", *pytest_args]
-    return subprocess.call([sys.executable, "-m", "pytest", *pytest_args])
+    return run_pytest(pytest_command(pytest_args))
 
 
 def _summary(run_dir: Path) -> int:
@@ -36,7 +77,7 @@ def _summary(run_dir: Path) -> int:
         print(f"conformance summary: {run_dir} has no outcomes/ folder (not a run folder)", file=sys.stderr)
         return USAGE_ERROR
     previous = run_dir / "summary.json"
-    complete = previous.is_file() and json.loads(previous.read_text()).get("complete", False)
+    complete = was_complete(run_dir)
     summary = write_summary(run_dir, complete=complete)
     for line in format_table(summary):
         print(line)
@@ -100,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     timed.add_argument("-o", "--output", type=Path, required=True, help="timings file to write")
     timed.add_argument("--cases", type=Path, default=Path("cases"), help="case modules (default ./cases)")
     timed.add_argument("--planted-slowdown", default=None, metavar="OP", help=argparse.SUPPRESS)
+    timed.add_argument("--as-target", default=None, help=argparse.SUPPRESS)  # an ISA level's child process
+    timed.add_argument("--no-isa", action="store_true", help="do not time the cpu's lower instruction-set levels")
     for sub in (baseline, timed):
         sub.add_argument("--shapes", default=",".join(timing.SHAPES),
                          help=f"input shapes to time, comma list of {', '.join(timing.SHAPES)}")
@@ -130,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"conformance timing: no such case folder or file {str(args.cases)!r}", file=sys.stderr)
             return USAGE_ERROR
         return measure_timings(args.output, [args.cases], shapes=shapes, ops=ops, rounds=args.rounds,
-                               environment={}, slow=args.planted_slowdown)
+                               environment={}, slow=args.planted_slowdown, as_target=args.as_target,
+                               isa=not args.no_isa)
     if args.command == "compare":
         from conformance.buildcompare import compare as compare_builds
 

@@ -67,7 +67,7 @@ class CaseContext:
     @cached_property
     def cpu(self) -> "CaseContext | None":
         """The same case on the cpu, for accelerators (None on the cpu itself)."""
-        return self.shared.context(self.spec, self.case, CPU, self.mode) if self.target.is_accelerator else None
+        return self.shared.context(self.spec, self.case, CPU, self.mode) if self.target.compared_with_cpu else None
 
     def tolerance(self, check: str):
         """Tolerances are keyed by the test item's dtype (the input's), mode and target."""
@@ -94,6 +94,13 @@ class CaseContext:
         cpu = self.cpu
         if cpu is not None and cpu.output64 is not None:
             kept["cpu"] = cpu.output64
+        baseline = getattr(self.shared, "baseline", None)
+        if baseline is not None:
+            from conformance.checks.baseline import output_key
+
+            recorded = baseline.index.get(output_key(self))
+            if recorded is not None and recorded.error is None:
+                kept["baseline"] = baseline.reader.load(recorded).astype(np.float64)
         return kept
 
     @property

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from conformance.targets import TargetSelectionError, discover, select
 profiles.register()  # before hypothesis' own plugin reads --hypothesis-profile
 
 RUN_KEY = pytest.StashKey[ConformanceRun]()
+SIGTERM_KEY = pytest.StashKey[object]()
 TARGETS_ENV = "CONFORMANCE_TARGETS"
 VIRTUAL_ENV = "CONFORMANCE_VIRTUAL_DEVICES"
 
@@ -125,8 +128,20 @@ def _run_dir(config: pytest.Config) -> Path:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "conformance_run_dir" in workerinput:
         return Path(workerinput["conformance_run_dir"])
-    reports = config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports"
-    return unique_run_dir(Path(reports), config.getoption("run_name") or default_run_name())
+    reports = Path(config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports")
+    try:  # an unusable folder is the user's to fix: say so once, before any item runs
+        reports.mkdir(parents=True, exist_ok=True)
+        probe = reports / f".conformance-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise pytest.UsageError(f"--reports-dir: cannot write runs into {str(reports)!r} "
+                                f"({exc.strerror or type(exc).__name__})") from None
+    return unique_run_dir(reports, config.getoption("run_name") or default_run_name())
+
+
+def _interrupt_on_sigterm(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum} (SIGTERM)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -180,6 +195,9 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--cases-from: {exc}") from None
     _configure_outputs(config, run)
     config.stash[RUN_KEY] = run
+    if workerinput is None and threading.current_thread() is threading.main_thread():
+        # CI cancellations and timeouts send SIGTERM: end like Ctrl-C (summary and report marked incomplete)
+        config.stash[SIGTERM_KEY] = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     if config.pluginmanager.hasplugin("xdist"):
         distribute.configure(config, run)
 
@@ -254,14 +272,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Under --baseline, a baseline that shares no op with the selected specs is a usage error (every
-    item would be skipped, and a gate would pass on nothing)."""
+    """A --replay case for an op no selected test runs, or a --baseline that shares no op with the
+    selected specs, is a usage error (every item would be skipped, and a gate would pass on nothing)."""
     config, items = session.config, session.items
     run = config.stash.get(RUN_KEY, None)
+    collected = {spec.name for item in items if (spec := _spec_of(item)) is not None}
+    replay = getattr(run, "replay", None)
+    if replay is not None and collected and replay.op not in collected:
+        raise pytest.UsageError(f"--replay: the case is for op {replay.op!r}, which none of the selected tests runs "
+                                f"({', '.join(sorted(collected))})")
     baseline = getattr(getattr(run, "shared", None), "baseline", None)
     if baseline is None:
         return
-    collected = {spec.name for item in items if (spec := _spec_of(item)) is not None}
     recorded = {key.op for key in baseline.index}
     if collected and not collected & recorded:
         raise pytest.UsageError(f"--baseline {baseline.folder.parent}: it holds ops {', '.join(sorted(recorded))}, "
@@ -365,6 +387,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             latest.symlink_to(run.run_dir.name)
     except OSError:
         pass
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    previous = config.stash.get(SIGTERM_KEY, None)
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

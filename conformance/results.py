@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -226,9 +227,24 @@ def summarize(records: list[dict[str, Any]], environment: dict[str, Any] | None,
 
 
 def load_environment(run_dir: Path) -> dict[str, Any] | None:
+    """The first readable environment record (a truncated one is skipped)."""
     for path in sorted((run_dir / "environment").glob("*.json")):
-        return json.loads(path.read_text(encoding="utf-8"))
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(found, dict):
+            return found
     return None
+
+
+def was_complete(run_dir: Path) -> bool:
+    """Whether the run's summary.json says it finished (a damaged or missing one: no)."""
+    try:
+        found = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return bool(isinstance(found, dict) and found.get("complete", False))
 
 
 def write_summary(run_dir: Path, *, complete: bool,
@@ -236,8 +252,16 @@ def write_summary(run_dir: Path, *, complete: bool,
     """Summarise the run's records (read now, or the `read_outcomes` result the caller already has)."""
     records, torn = outcomes if outcomes is not None else read_outcomes(run_dir)
     summary = summarize(records, load_environment(run_dir), torn=torn, complete=complete)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_atomically(run_dir / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """A temporary file renamed over `path`: a reader never sees half a file, and a symlink at `path`
+    is replaced, never written through."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def _fmt_number(value: Any) -> str:

@@ -9,6 +9,7 @@ parameters) once per (op, dtype, mode), and every item checks the same cases.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -27,6 +28,7 @@ OpFunction = Callable[[torch.Tensor, dict[str, Any]], Any]
 Reference = Callable[[np.ndarray, Case], np.ndarray]
 ParamStrategy = Callable[[Recipe, str], st.SearchStrategy[dict[str, Any]]]
 Sampled = dict[str, Any]
+SOURCES: dict[str, str] = {}  # op name -> the case module that defined its test (ISA workers import it)
 
 
 def item_params_id(target: str, dtype: str, mode: str, check: str) -> str:
@@ -176,7 +178,8 @@ class OpSpec:
                  torch); items are skipped with the reason.
     timing:      (recipe, mode) -> fixed parameters for timing the op on an input like the recipe (a
                  data-loading size: see conformance.timing), or None where the mode does not apply;
-                 ops without it are not timed.
+                 ops without it are not timed; `timing_batched=False` for ops that take one
+                 (C, H, W) image (the batch-1 shapes are timed without the batch dimension).
     narrowed:    why the drawn inputs are narrower than usual for the imported library version
                  (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
     """
@@ -207,6 +210,7 @@ class OpSpec:
     precondition: Callable[[], str | None] | None = None
     narrowed: str = ""
     timing: Callable[[Recipe, str], dict[str, Any] | None] | None = None
+    timing_batched: bool = True  # False: one (C, H, W) image per call (batch-1 shapes lose the batch dim)
 
     def unmet_requirement(self) -> str | None:
         """Why this op cannot be tested with the imported packages (naming their versions), or None."""
@@ -266,4 +270,7 @@ class OpSpec:
         conformance_test.__doc__ = self.description or f"Conformance of {self.name} on every selected target."
         test = given(data=st.data())(conformance_test)
         test.conformance_spec = self  # type: ignore[attr-defined]
+        source = sys._getframe(1).f_globals.get("__file__")  # the case module, for worker processes
+        if source:
+            SOURCES[self.name] = source
         return test

@@ -1,7 +1,8 @@
 """Targets: where an op runs, how to get tensors there and back, how to wait.
 
 Real targets are `cpu`, `cuda:N`, `mps` and `xpu:N`; virtual ones are
-`vcuda:N` (conformance.virtual: CPU data, CUDA device, device rules enforced).
+`vcuda:N` (conformance.virtual: CPU data, CUDA device, device rules enforced); `cpu:<level>`
+runs the cpu's kernels for a lower instruction set in a worker process (conformance.isa).
 A selection string ("all", "gpu", "vcuda", "cpu,vcuda:1", "cuda") is resolved
 against what this machine actually has; asking for something absent is a
 usage error that names what exists, never a silent skip.
@@ -38,6 +39,15 @@ class Target:
     @property
     def is_accelerator(self) -> bool:
         return self.kind != "cpu"
+
+    @property
+    def compared_with_cpu(self) -> bool:
+        """Its outputs are checked against the cpu target's (accelerators, and cpu ISA paths)."""
+        return self.is_accelerator
+
+    def runs_check(self, check: str) -> bool:
+        """Whether the named check can observe anything here."""
+        return True
 
     def put(self, value: Any) -> Any:
         """Move a tensor or module onto this target (a copy for tensors, in place for modules)."""
@@ -101,7 +111,34 @@ class VirtualTarget(Target):
             yield
 
 
+@dataclass(frozen=True)
+class IsaTarget(Target):
+    """`cpu:<level>`: the cpu with kernels for a lower instruction set, in a worker process (conformance.isa)."""
+
+    level: str = "default"
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    @property
+    def compared_with_cpu(self) -> bool:
+        return True
+
+    def runs_check(self, check: str) -> bool:
+        from conformance.isa import CHECKS
+
+        return check in CHECKS
+
+
 CPU = Target("cpu", "cpu", "host CPU")
+
+
+def isa_targets() -> list[Target]:
+    from conformance.isa import ENV, lower_levels
+
+    return [IsaTarget(f"cpu:{level}", "cpu", f"host CPU, {ENV}={level} (worker process)", level=level)
+            for level in lower_levels()]
 VIRTUAL_DESCRIPTION = "virtual: cpu data and kernels, cuda device rules"
 
 
@@ -115,14 +152,14 @@ def default_virtual_count(real: list[Target]) -> int:
     return 2 if sum(t.is_accelerator for t in real) < 2 else 0
 
 
-def discover(virtual: int | None = None) -> list[Target]:
-    """Every target visible to this process, cpu first, then real accelerators, then virtual ones.
+def discover(virtual: int | None = None, isa: bool = True) -> list[Target]:
+    """Every target visible to this process: cpu, its lower ISA paths, real accelerators, virtual ones.
 
     `virtual`: how many vcuda:N targets to add (None: `default_virtual_count`).
     """
     found = _real_targets()
     count = default_virtual_count(found) if virtual is None else virtual
-    return found + virtual_targets(count)
+    return found[:1] + (isa_targets() if isa else []) + found[1:] + virtual_targets(count)
 
 
 def _real_targets() -> list[Target]:
@@ -164,8 +201,11 @@ def select(text: str, available: list[Target]) -> list[Target]:
             chosen.update(accelerators)
         elif token in by_name:
             chosen.add(token)
+        elif token == "isa":
+            chosen.update(t.name for t in available if isinstance(t, IsaTarget))
         elif token in {t.kind for t in available}:  # "cuda" means every cuda:N
             chosen.update(t.name for t in available if t.kind == token)
         else:
-            raise TargetSelectionError(f"unknown target {token!r} (available: {names}; or 'all', 'gpu', 'vcuda')")
+            raise TargetSelectionError(f"unknown target {token!r} (available: {names}; or 'all', 'gpu', 'vcuda', "
+                                           f"'isa')")
     return [target for target in available if target.name in chosen]

@@ -1,10 +1,10 @@
 """Time per op, target and input size, judged against a calibration op timed in the same run.
 
 Each op call is timed in blocks (warm-up first, the target synchronised after each block),
-alternating with blocks of a calibration op: `x.add(1)` on a float32 tensor of the same shape
-on the same target, a memory-bound op with the same per-call overhead.  Both are the median
-over rounds; their ratio is what is stored and compared across builds, so a machine that is
-busier or slower in one run moves both and cancels out.  A slowdown is a ratio that grew by
+alternating with blocks of a calibration op: `x + 1` into a preallocated float32 tensor of the same shape
+on the same target, a memory-bound op with the same per-call overhead.  Each keeps its fastest
+block (other processes only ever add time); their ratio is what is stored and compared across
+builds, so a machine that is slower in one run moves both and cancels out.  A slowdown is a ratio that grew by
 more than the threshold (default 1.5x).  Virtual targets are not timed (their data is on the
 cpu: their time says nothing about a device).
 """
@@ -45,10 +45,10 @@ class Timing:
     dtype: str
     mode: str
     shape: str
-    seconds: float  # median per call
-    calibration_seconds: float  # median per call of the calibration op, same shape, same target
-    spread: float  # (p75 - p25) / median of the per-round ratios: how steady the measurement was
-    ratio: float  # median over rounds of (op block / the calibration block right after it)
+    seconds: float  # per call, in the fastest block
+    calibration_seconds: float  # per call of the calibration op (same shape, same target), fastest block
+    spread: float  # (median - fastest) / fastest of the op's blocks: how much interference there was
+    ratio: float  # seconds / calibration_seconds: what baselines compare
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -72,6 +72,9 @@ def time_pair(op: Callable[[], Any], calibration: Callable[[], Any], target: Tar
     single = max(_block(op, 1, target), 1e-7)
     single_cal = max(_block(calibration, 1, target), 1e-7)
     calls, calls_cal = max(1, math.ceil(block_s / single)), max(1, math.ceil(block_s / single_cal))
+    # Slow calls get one call per block: more rounds then (up to about half a second), so the fastest
+    # block is still a fair minimum.
+    rounds = max(rounds, min(3 * rounds, int(0.5 / (calls * single + calls_cal * single_cal))))
     op_times, cal_times = [], []
     for _ in range(rounds):
         op_times.append(_block(op, calls, target))
@@ -97,6 +100,10 @@ def measure(spec: OpSpec, target: Target, dtype: str, mode: str, shape_name: str
     if spec.timing is None:
         return None
     shape = SHAPES[shape_name]
+    if not spec.timing_batched:
+        if shape[0] != 1:
+            return None
+        shape = shape[1:]
     recipe = Recipe(height=shape[-2], width=shape[-1], channels=shape[-3], batch=tuple(shape[:-3]), dtype=dtype,
                     content="noise", seed=0)
     params = spec.timing(recipe, mode)
@@ -104,13 +111,16 @@ def measure(spec: OpSpec, target: Target, dtype: str, mode: str, shape_name: str
         return None
     image = target.put(materialize(recipe))
     calibration_input = torch.zeros(shape, dtype=torch.float32, device=image.device)
+    calibration_output = torch.empty_like(calibration_input)  # no allocation in the loop: page faults vary
     op = prepared_call(spec, target, params, image)
-    op_times, cal_times = time_pair(op, lambda: calibration_input.add(1), target, rounds=rounds, block_s=block_s)
-    ratios = [o / c for o, c in zip(op_times, cal_times)]  # paired: each pair saw the same machine state
-    ratio = statistics.median(ratios)
-    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratio, ratio, ratio]
-    return Timing(spec.name, target.name, dtype, mode, shape_name, statistics.median(op_times),
-                  statistics.median(cal_times), (quartiles[2] - quartiles[0]) / ratio, ratio)
+    op_times, cal_times = time_pair(op, lambda: torch.add(calibration_input, 1, out=calibration_output), target,
+                                    rounds=rounds, block_s=block_s)
+    # The fastest block of each: interference from other processes only ever adds time, so the minimum
+    # is the steadiest estimate of each on a shared machine, and their ratio cancels the machine's speed.
+    fastest, fastest_cal = min(op_times), min(cal_times)
+    median = statistics.median(op_times)
+    return Timing(spec.name, target.name, dtype, mode, shape_name, fastest, fastest_cal,
+                  (median - fastest) / fastest, fastest / fastest_cal)
 
 
 def timed_variants(spec: OpSpec) -> list[tuple[str, str]]:
@@ -118,9 +128,51 @@ def timed_variants(spec: OpSpec) -> list[tuple[str, str]]:
 
 
 def measure_all(specs: Iterable[OpSpec], targets: Iterable[Target], shapes: Iterable[str],
-                progress: Callable[[str], None] = lambda line: None, **how: Any) -> list[Timing]:
+                progress: Callable[[str], None] = lambda line: None, passes: int = 2, **how: Any) -> list[Timing]:
+    """Every op, variant and shape on every real target, with one intra-op thread (what a data-loading
+    worker has; on a shared machine a thread pool's waits are the largest noise).  `passes`: the whole
+    set is measured that many times, minutes apart, and each timing keeps its fastest op and calibration
+    blocks over all passes, so a slow spell of the machine during one pass does not decide it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    _keep_freed_memory()
+    try:
+        best: dict[tuple[str, ...], Timing] = {}
+        for n in range(passes):
+            for timing in _one_pass(list(specs), [t for t in targets if not t.virtual], list(shapes), progress, **how):
+                earlier = best.get(timing.key)
+                if earlier is not None:
+                    seconds = min(earlier.seconds, timing.seconds)
+                    calibration = min(earlier.calibration_seconds, timing.calibration_seconds)
+                    timing = Timing(*timing.key, seconds, calibration, max(earlier.spread, timing.spread),
+                                    seconds / calibration)
+                best[timing.key] = timing
+                if n == passes - 1:
+                    progress(f"  {timing.op:28} {timing.target:8} {timing.dtype:8} {timing.mode:20} {timing.shape:13} "
+                             f"{timing.seconds * 1e6:12.1f} us  ({timing.ratio:.2f}x calibration)")
+        return list(best.values())
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _keep_freed_memory() -> None:
+    """glibc returns large freed blocks to the kernel, so every call of an op with a large output
+    faults its pages in again, at a cost that varies with the machine's memory state.  Keeping
+    freed memory (as a long-running data loader's heap does) times the op, not the page faults."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD (its 64-bit maximum): large blocks from the heap
+        libc.mallopt(-1, 1 << 31)  # M_TRIM_THRESHOLD: do not give the heap back
+    except (OSError, AttributeError):  # not glibc: timings then include page faults
+        pass
+
+
+def _one_pass(specs: list[OpSpec], targets: list[Target], shapes: list[str], progress: Callable[[str], None],
+              **how: Any) -> list[Timing]:
     found = []
-    for target in [t for t in targets if not t.virtual]:
+    for target in targets:
         for spec in specs:
             if spec.timing is None or spec.unmet_requirement():
                 continue
@@ -134,8 +186,6 @@ def measure_all(specs: Iterable[OpSpec], targets: Iterable[Target], shapes: Iter
                         continue
                     if timing is not None:
                         found.append(timing)
-                        progress(f"  {timing.op:28} {timing.target:8} {dtype:8} {mode:20} {shape:13} "
-                                 f"{timing.seconds * 1e6:12.1f} us  ({timing.ratio:.2f}x calibration)")
     return found
 
 

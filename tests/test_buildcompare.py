@@ -98,6 +98,8 @@ def test_a_change_beyond_tolerance_fails_on_that_op_only(project, monkeypatch):
         "test_cases.py::test_drifting[cpu-float32-bilinear-baseline]",
         "test_cases.py::test_drifting[vcuda:0-float32-bilinear-baseline]"}
     assert not any("steady" in f for f in failed)
+    page = (project.path / "reports" / "beyond" / "index.html").read_text()
+    assert "Changed since the baseline" in page and "baseline output" in page  # the baseline's picture
     result, found = compare_json(project, base, "beyond")
     assert result.ret == 1
     assert {(c["op"], c["severity"]) for c in found["changes"]} == {("drifting", "changed")}

@@ -138,3 +138,47 @@ def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
     assert 'id="warning-list"' in html and "uploads on every call: &lt;script&gt;" in html
     assert "differs from the cpu in 1 case(s), where the cpu is the side off the reference" in html
     assert "<script>alert" not in html
+
+
+def test_the_report_never_writes_or_reads_outside_its_run_folder(tmp_path):
+    run = write_run(tmp_path / "run", outcomes=20, failures=2)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "page.html").write_text("keep")
+    (run / "report").symlink_to(elsewhere, target_is_directory=True)
+    (run / "index.html").symlink_to(elsewhere / "page.html")
+    build_report(run)
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["page.html"] and (elsewhere / "page.html").read_text() == "keep"
+    assert (run / "report").is_dir() and not (run / "report").is_symlink()
+    assert not (run / "index.html").is_symlink()
+
+
+def test_hostile_or_damaged_artifacts_give_no_pictures_and_no_crash(tmp_path):
+    run = write_run(tmp_path / "run", outcomes=20, failures=2)
+    secret = tmp_path / "secret.npz"
+    secret.write_bytes((run / sorted((run / "artifacts").iterdir())[0]).read_bytes())
+    lines = []
+    for path in sorted((run / "outcomes").glob("*.jsonl")):
+        for n, line in enumerate(path.read_text().splitlines()):
+            record = json.loads(line)
+            if record.get("artifact"):
+                record["artifact"] = str(secret) if not lines else "artifacts/../../secret.npz"
+                lines.append(record["artifact"])
+            path.write_text("") if n == 0 else None
+            with path.open("a") as out:
+                out.write(json.dumps(record) + "\n")
+    html = build_report(run).read_text()
+    assert len(lines) == 2 and html.count("Pictures unavailable") == 2
+    assert not (run / "report").exists() or not any(p.name.endswith("-diff.png") for p in (run / "report").iterdir())
+
+
+def test_a_truncated_artifact_or_summary_is_skipped_and_the_rest_reported(tmp_path):
+    run = write_run(tmp_path / "run", outcomes=20, failures=2)
+    first = sorted((run / "artifacts").iterdir())[0]
+    first.write_bytes(first.read_bytes()[:100])
+    (run / "summary.json").write_text('{"complete": tr')
+    html = build_report(run).read_text()
+    assert "Pictures unavailable" in html and html.count("-diff.png") >= 1  # the other failure keeps its pictures
+    result = subprocess.run([sys.executable, "-m", "conformance", "summary", str(run)], capture_output=True, text=True)
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert json.loads((run / "summary.json").read_text())["complete"] is False

@@ -65,7 +65,8 @@ def applicable(spec: OpSpec, target: Target, mode: str, options: frozenset[str] 
     """The checks that become items for this op, target and mode, in registry order; `options`:
     what this run turned on (a check with an `option` is left out otherwise)."""
     return [check for check in REGISTRY.values()
-            if (check.option is None or check.option in options) and check.applies(spec, target, mode)]
+            if (check.option is None or check.option in options) and target.runs_check(check.name)
+            and check.applies(spec, target, mode)]
 
 
 # -- conditions ----------------------------------------------------------------------------
@@ -75,6 +76,10 @@ def valid_inputs(spec: OpSpec, target: Target, mode: str) -> bool:
 
 def on_accelerator(spec: OpSpec, target: Target, mode: str) -> bool:
     return target.is_accelerator and valid_inputs(spec, target, mode)
+
+
+def compared_with_cpu(spec: OpSpec, target: Target, mode: str) -> bool:
+    return target.compared_with_cpu and valid_inputs(spec, target, mode)
 
 
 def always(spec: OpSpec, target: Target, mode: str) -> bool:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from conformance.checks.registry import (Check, CheckOutcome, compare_check, data_range, identical, on_accelerator,
+from conformance.checks.registry import (Check, CheckOutcome, compare_check, data_range, identical, compared_with_cpu,
                                          register, valid_inputs)
 from conformance.compare import Metrics
 
@@ -111,4 +111,4 @@ register(Check("fidelity", "input", "lossy ops: PSNR against the input more than
                "reference's", lambda spec, target, mode: spec.fidelity is not None and valid_inputs(spec, target, mode),
                check_fidelity))
 register(Check("cross_device", "cpu", "an accelerator's output vs the cpu output for the same case (the side "
-               "that is off the reference carries the failure)", on_accelerator, check_cross_device))
+               "that is off the reference carries the failure)", compared_with_cpu, check_cross_device))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from conformance.report import pictures
-from conformance.results import VERDICT_ORDER, read_outcomes, safe_name, summarize
+from conformance.results import VERDICT_ORDER, read_outcomes, safe_name, summarize, was_complete, write_atomically
 
 MAX_DETAILS = 200  # failure details with pictures; more are listed without them
 DETAIL_VERDICTS = ("fail", "error", "known_issue")
@@ -94,21 +95,25 @@ def _peak(dtype: str) -> float:
 
 def _pictures(record: dict[str, Any], run_dir: Path, out: Path, stem: str) -> dict[str, Any]:
     """Panels, heatmap, crops and histogram for one detail; {} when its arrays were not kept."""
-    path = run_dir / record["artifact"] if record.get("artifact") else None
-    if path is None or not path.is_file():
-        return {}
-    with np.load(path, allow_pickle=False) as stored:
-        arrays = {name: stored[name] for name in stored.files}
+    path = artifact_path(run_dir, record.get("artifact"))
+    if path is None:
+        return {"damaged": f"{record['artifact']} is not a file of this run's artifacts/ folder"} \
+            if record.get("artifact") else {}
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            arrays = {name: stored[name] for name in stored.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # a truncated or foreign file: no pictures
+        return {"damaged": f"{record['artifact']} could not be read"}
     peak = _peak(record["dtype"])
     panels = []
-    for name, label in (("input", "input"), ("reference", "reference"), ("cpu", "cpu output"),
-                        ("output", f"{record['target']} output")):
+    for name, label in (("input", "input"), ("reference", "reference"), ("baseline", "baseline output"),
+                        ("cpu", "cpu output"), ("output", f"{record['target']} output")):
         if name in arrays and arrays[name].ndim >= 2:
             picture = pictures.to_picture(arrays[name], peak)
             panels.append({"label": label, "image": pictures.save(picture, out, f"{stem}-{name}"),
                            "picture": picture})
     found: dict[str, Any] = {"panels": panels}
-    against = "cpu" if record.get("against") == "cpu" else "reference"
+    against = record.get("against") if record.get("against") in ("cpu", "baseline") else "reference"
     if "output" in arrays and against in arrays and arrays["output"].shape == arrays[against].shape:
         diff = pictures.difference(arrays["output"], arrays[against])
         finite = diff[np.isfinite(diff)]
@@ -129,6 +134,20 @@ def _pictures(record: dict[str, Any], run_dir: Path, out: Path, stem: str) -> di
     for panel in panels:
         del panel["picture"]
     return found
+
+
+def artifact_path(run_dir: Path, artifact: Any) -> Path | None:
+    """The artifact's file if it is a plain file inside the run's artifacts/ folder (never a path
+    that leaves the run, an absolute path or a symlink: a store is data, and may come from elsewhere)."""
+    if not isinstance(artifact, str) or not artifact.startswith("artifacts/") or "\\" in artifact:
+        return None
+    parts = Path(artifact).parts
+    if len(parts) != 2 or parts[1] in ("..", ".") or Path(artifact).is_absolute():
+        return None
+    folder, path = run_dir / "artifacts", run_dir / artifact
+    if folder.is_symlink() or path.is_symlink() or not path.is_file():
+        return None
+    return path
 
 
 def details(records: list[dict[str, Any]], run_dir: Path, out: Path) -> list[dict[str, Any]]:
@@ -180,6 +199,12 @@ def warnings(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[dic
     return found
 
 
+def baseline_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Groups of the `baseline` check (run --baseline) that changed: failures first, then bit-level changes."""
+    rows = [g for g in summary["groups"] if g["check"] == "baseline" and g["verdict"] != "pass"]
+    return sorted(rows, key=lambda g: (_rank(g["verdict"]), g["op"], g["target"], g["dtype"], g["mode"]))
+
+
 def _number(value: Any) -> Any:
     return f"{value:.4g}" if isinstance(value, float) else value
 
@@ -196,21 +221,37 @@ def build_report(run_dir: Path, *, title: str | None = None,
     """Write run_dir/index.html (and run_dir/report/*.png) from the outcome records
     (read now, or the `read_outcomes` result the caller already has)."""
     records, torn = outcomes if outcomes is not None else read_outcomes(run_dir)
-    previous = run_dir / "summary.json"
-    complete = previous.is_file() and json.loads(previous.read_text(encoding="utf-8")).get("complete", False)
+    complete = was_complete(run_dir)
     environments = _environments(run_dir)
     summary = summarize(records, environments[0] if environments else None, torn=torn, complete=complete)
     out = run_dir / PICTURE_FOLDER
+    if out.is_symlink() or out.is_file():  # never write pictures through a link into another folder
+        out.unlink()
     shutil.rmtree(out, ignore_errors=True)
     model = matrix(summary, environments)
     found = details(records, run_dir, out)
     _link_cells(model, found)
     html = _template_environment().get_template("index.html.j2").render(
         title=title or run_dir.name, summary=summary, matrix=model, details=found, environments=environments,
-        max_details=MAX_DETAILS, modules=module_behaviours(summary), warnings=warnings(summary, records))
+        max_details=MAX_DETAILS, modules=module_behaviours(summary), warnings=warnings(summary, records),
+        changed=baseline_changes(summary), compared_with_baseline=any(g["check"] == "baseline" for g in summary["groups"]),
+        timing_charts=_timing_charts(run_dir))
     index = run_dir / "index.html"
-    index.write_text(html, encoding="utf-8")
+    write_atomically(index, html)
     return index
+
+
+def _timing_charts(run_dir: Path) -> list[dict[str, Any]]:
+    from conformance.report.charts import timing_charts
+    from conformance.timing import TimingsError, read
+
+    path = run_dir / "timings.json"
+    if not path.is_file() or path.is_symlink():
+        return []
+    try:
+        return timing_charts(read(path))
+    except TimingsError:
+        return []
 
 
 def _environments(run_dir: Path) -> list[dict[str, Any]]:

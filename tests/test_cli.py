@@ -1,0 +1,93 @@
+"""`python -m conformance run`: what it collects is pytest's decision, whatever option values look like."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import pytest_command
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_plugin_option_values_are_joined_so_they_are_never_taken_for_paths():
+    args = pytest_command(["--reports-dir", "reports", "--cases-from", "reports/x", "-k", "z",
+                           "--hypothesis-profile", "ci", "cases/test_pil.py"])
+    assert "--reports-dir=reports" in args and "--cases-from=reports/x" in args
+    assert "--hypothesis-profile=ci" in args and args[-1] == "cases/test_pil.py"
+
+
+@pytest.mark.parametrize("option", [["--known-issues", "cases/known_issues.toml"], ["--reports-dir", "reports"],
+                                    ["--tolerances", "TMP/tolerances.toml"], ["--junitxml", "TMP/junit.xml"]])
+def test_an_option_value_that_is_an_existing_path_does_not_change_the_suite(option, tmp_path):
+    (REPO / "reports").mkdir(exist_ok=True)
+    if option[0] == "--reports-dir":
+        option = [option[0], str(tmp_path)]
+    if option[1].startswith("TMP/"):
+        option = [option[0], str(tmp_path / option[1][4:])]
+        Path(option[1]).write_text("")  # it exists (a second CI run in the same workspace)
+    result = subprocess.run([sys.executable, "-m", "conformance", "run", "--co", "-q", "-p", "no:cacheprovider",
+                             "--targets", "cpu", "-k", "normalize_v1 and reference", *option],
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    collected = [line for line in result.stdout.splitlines() if "::" in line]
+    assert collected and all(line.startswith("cases/test_normalize.py::test_normalize_v1[") for line in collected), \
+        result.stdout[-2000:] + result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("kind", ["a file", "read-only"])
+def test_an_unusable_reports_folder_is_a_usage_error(kind, tmp_path):
+    import os
+
+    target = tmp_path / "reports"
+    if kind == "a file":
+        target.write_text("")
+    else:
+        target.mkdir()
+        target.chmod(0o500)
+        if os.access(target, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+    result = subprocess.run([sys.executable, "-m", "conformance", "run", "-q", "-p", "no:cacheprovider",
+                             "--targets", "cpu", "-k", "normalize_v1 and reference", "--reports-dir", str(target)],
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 4, result.stdout[-1500:] + result.stderr[-1500:]
+    assert "--reports-dir: cannot write runs into" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("entry, how", [("cli", "ctrl-c"), ("cli", "sigterm"), ("pytest", "sigterm")])
+def test_an_interrupted_run_ends_with_an_incomplete_summary_and_report(entry, how, tmp_path):
+    import json
+    import os
+    import signal
+    import time
+
+    command = ["-m", "conformance", "run"] if entry == "cli" else ["-m", "pytest", "cases"]
+    process = subprocess.Popen([sys.executable, *command, "-q", "-p", "no:cacheprovider", "--targets", "cpu",
+                                "-k", "resize and reference", "--max-examples", "5000", "--reports-dir", str(tmp_path),
+                                "--run-name", "cut"], cwd=REPO, start_new_session=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    outcomes = tmp_path / "cut" / "outcomes"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (outcomes.is_dir() and any(p.stat().st_size for p in outcomes.iterdir())):
+        time.sleep(0.5)
+    time.sleep(2)
+    if how == "ctrl-c":
+        os.killpg(process.pid, signal.SIGINT)  # a terminal sends it to the whole process group
+    else:
+        process.send_signal(signal.SIGTERM)  # CI cancels the process it started
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 2, output[-2000:]
+    assert "Traceback" not in output
+    summary = json.loads((tmp_path / "cut" / "summary.json").read_text())
+    assert summary["complete"] is False and summary["totals"]
+    assert "Incomplete run" in (tmp_path / "cut" / "index.html").read_text()
+    assert (tmp_path / "latest").is_symlink()
+
+
+def test_a_replay_case_for_an_op_no_selected_test_runs_is_a_usage_error():
+    case = ('{"op":"no_such_op","params":{},"recipe":{"batch":[],"channels":3,"content":"noise","dtype":"float32",'
+            '"height":2,"layout":"contiguous","seed":0,"width":2}}')
+    result = subprocess.run([sys.executable, "-m", "conformance", "run", "-q", "-p", "no:cacheprovider", "--targets",
+                             "cpu", "-k", "normalize_v1 and reference", "--replay", case],
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 4, result.stdout[-1500:]
+    assert "--replay: the case is for op 'no_such_op'" in result.stderr
