@@ -109,9 +109,17 @@ def _merge(run_dirs: list[Path], out: Path, labels: list[str] | None) -> int:
     return 0
 
 
+class UsageErrors(argparse.ArgumentParser):
+    """argparse, but a usage error exits 4 like pytest's (2 means "interrupted" to a CI gate)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.splitlines()[0])
+    parser = UsageErrors(prog="python -m conformance", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("run", help="run the suite with pytest (extra arguments go to pytest)", add_help=False)
     summary = commands.add_parser("summary", help="rebuild summary.json and print the table")

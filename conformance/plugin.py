@@ -129,15 +129,24 @@ def _run_dir(config: pytest.Config) -> Path:
     if workerinput is not None and "conformance_run_dir" in workerinput:
         return Path(workerinput["conformance_run_dir"])
     reports = Path(config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports")
-    try:  # an unusable folder is the user's to fix: say so once, before any item runs
-        reports.mkdir(parents=True, exist_ok=True)
-        probe = reports / f".conformance-write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise pytest.UsageError(f"--reports-dir: cannot write runs into {str(reports)!r} "
-                                f"({exc.strerror or type(exc).__name__})") from None
+    problem = _unwritable(reports)  # the user's to fix: said once, before any item runs (nothing is created here)
+    if problem:
+        raise pytest.UsageError(f"--reports-dir: cannot write runs into {str(reports)!r}: {problem}")
     return unique_run_dir(reports, config.getoption("run_name") or default_run_name())
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why runs cannot be written into `folder` (created later, with its parents), or None."""
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            return f"{existing} is a broken symlink"
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None
 
 
 def _interrupt_on_sigterm(signum, frame):
@@ -155,7 +164,9 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.register_profile(name, parent=settings.default, max_examples=max_examples)
         settings.load_profile(name)
     _configure_timeout(config)
-    selection = config.getoption("targets") or os.environ.get(TARGETS_ENV) or "all"
+    selection = config.getoption("targets")
+    if selection is None:  # an empty --targets is an error, like "cpu,"; an empty variable means unset
+        selection = os.environ.get(TARGETS_ENV) or "all"
     try:
         targets = select(selection, discover(_virtual_count(config)))
     except TargetSelectionError as exc:

@@ -67,9 +67,10 @@ def test_an_interrupted_run_ends_with_an_incomplete_summary_and_report(entry, ho
                                stderr=subprocess.STDOUT, text=True)
     outcomes = tmp_path / "cut" / "outcomes"
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (outcomes.is_dir() and any(p.stat().st_size for p in outcomes.iterdir())):
-        time.sleep(0.5)
-    time.sleep(2)
+    while time.monotonic() < deadline and not (outcomes.is_dir() and any(
+            '"kind": "example"' in p.read_text(errors="replace") for p in outcomes.iterdir())):
+        time.sleep(0.5)  # until a checked example is on record, so the summary has something to count
+    time.sleep(1)
     if how == "ctrl-c":
         os.killpg(process.pid, signal.SIGINT)  # a terminal sends it to the whole process group
     else:
@@ -91,3 +92,16 @@ def test_a_replay_case_for_an_op_no_selected_test_runs_is_a_usage_error():
                             cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 4, result.stdout[-1500:]
     assert "--replay: the case is for op 'no_such_op'" in result.stderr
+
+
+def test_the_clis_own_argument_errors_exit_4_like_pytests():
+    for args in (["compare"], ["baseline"], ["timing", "-o", "x.json", "--shapes", "9x9"], ["nonsense"]):
+        result = subprocess.run([sys.executable, "-m", "conformance", *args], cwd=REPO, capture_output=True, text=True)
+        assert result.returncode == 4, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_an_empty_target_list_is_an_error_like_a_trailing_comma():
+    result = subprocess.run([sys.executable, "-m", "pytest", "cases", "--co", "-q", "-p", "no:cacheprovider",
+                             "--targets", ""], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 4 and "empty entry in target list" in result.stderr

@@ -94,7 +94,11 @@ def _chromium():
 def test_the_report_renders_in_headless_chromium(tmp_path):
     from selenium.webdriver.common.by import By
 
+    from conformance.timing import Timing, write
+
     run = write_run(tmp_path / "run", outcomes=30, failures=2)
+    write(run / "timings.json", [Timing("resize", "cpu", "uint8", "bilinear", shape, seconds, 1e-5, 0.1, seconds / 1e-5)
+                                 for shape, seconds in (("1x3x16x16", 5e-5), ("1x3x1080x1920", 9e-3))], {})
     index = build_report(run)
     browser = _chromium()
     try:
@@ -110,6 +114,9 @@ def test_the_report_renders_in_headless_chromium(tmp_path):
         assert shown and set(shown) <= {"fail", "error"}
         browser.find_element(By.ID, "failures-only").click()
         assert all(r.is_displayed() for r in rows)
+        bars = browser.find_elements(By.CSS_SELECTOR, "#timings ~ div figure.timing svg rect")
+        widths = [float(b.get_attribute("width")) for b in bars if b.get_attribute("height") == "12"]
+        assert len(widths) == 2 and widths[0] < widths[1]  # drawn, and the slower call has the longer bar
     finally:
         browser.quit()
 

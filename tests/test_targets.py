@@ -30,7 +30,7 @@ def test_selection_spellings(text, expected):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("cuda:3", "unknown target 'cuda:3' (available: cpu, cuda:0, cuda:1, mps; or 'all', 'gpu', 'vcuda')"),
+    ("cuda:3", "unknown target 'cuda:3' (available: cpu, cuda:0, cuda:1, mps; or 'all', 'gpu', 'vcuda', 'isa')"),
     ("cpu,", "empty entry"),
     ("", "empty entry"),
 ])

@@ -141,13 +141,13 @@ def artifact_path(run_dir: Path, artifact: Any) -> Path | None:
     that leaves the run, an absolute path or a symlink: a store is data, and may come from elsewhere)."""
     if not isinstance(artifact, str) or not artifact.startswith("artifacts/") or "\\" in artifact:
         return None
-    parts = Path(artifact).parts
-    if len(parts) != 2 or parts[1] in ("..", ".") or Path(artifact).is_absolute():
+    parts = Path(artifact).parts  # artifacts/<file>, or artifacts/<machine>/<file> in a merged run
+    if not 2 <= len(parts) <= 3 or any(part in ("..", ".") for part in parts) or Path(artifact).is_absolute():
         return None
-    folder, path = run_dir / "artifacts", run_dir / artifact
-    if folder.is_symlink() or path.is_symlink() or not path.is_file():
+    steps = [run_dir.joinpath(*parts[:n]) for n in range(1, len(parts) + 1)]
+    if any(step.is_symlink() for step in steps) or not steps[-1].is_file():
         return None
-    return path
+    return steps[-1]
 
 
 def details(records: list[dict[str, Any]], run_dir: Path, out: Path) -> list[dict[str, Any]]:
