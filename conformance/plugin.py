@@ -14,23 +14,21 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from conformance import distribute, overrides, profiles
+from conformance import distribute, options, overrides, profiles
 from conformance.environment import header_lines
 from conformance.known_issues import KnownIssuesError
-from conformance.recipes import Case, RecipeError
+from conformance.options import TARGETS_ENV, VIRTUAL_ENV
 from conformance.results import (SavedCasesError, format_modules, format_table, read_outcomes, saved_cases,
                                  write_summary)
 from conformance.checks import applicable
 from conformance.spec import item_params_id
-from conformance.session import ConformanceFailure, ConformanceRun, default_run_name, unique_run_dir, warn
+from conformance.session import ConformanceFailure, ConformanceRun, warn
 from conformance.targets import TargetSelectionError, discover, select
 
 profiles.register()  # before hypothesis' own plugin reads --hypothesis-profile
 
 RUN_KEY = pytest.StashKey[ConformanceRun]()
 SIGTERM_KEY = pytest.StashKey[object]()
-TARGETS_ENV = "CONFORMANCE_TARGETS"
-VIRTUAL_ENV = "CONFORMANCE_VIRTUAL_DEVICES"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -74,81 +72,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="known-issues TOML file(s); default: known_issues.toml beside each case module")
 
 
-def _load_replay(value: str | None) -> Case | None:
-    if value is None:
-        return None
-    text = value
-    if not value.lstrip().startswith("{"):
-        path = Path(value)
-        if not path.is_file():
-            raise pytest.UsageError(f"--replay: {value!r} is neither a JSON case nor an existing .json file")
-        text = path.read_text(encoding="utf-8")
-    try:
-        return Case.from_json(text)
-    except RecipeError as exc:
-        raise pytest.UsageError(f"--replay: {exc}") from None
-
-
-def _configure_timeout(config: pytest.Config) -> None:
-    from conformance.calls import set_case_timeout
-
-    value = config.getoption("case_timeout")
-    if value is None:
-        text = os.environ.get("CONFORMANCE_CASE_TIMEOUT", "60")
-        try:
-            value = float(text)
-        except ValueError:
-            raise pytest.UsageError(f"CONFORMANCE_CASE_TIMEOUT: expected seconds, got {text!r}") from None
-    if not value >= 0:
-        raise pytest.UsageError(f"--case-timeout must be 0 (none) or a positive number of seconds, got {value}")
-    set_case_timeout(value)
-
-
-def _virtual_count(config: pytest.Config) -> int | None:
-    text = config.getoption("virtual_devices") or os.environ.get(VIRTUAL_ENV)
-    if text is None or text == "":
-        return None
-    if not text.strip().isdigit() or not 0 <= int(text) <= 16:
-        raise pytest.UsageError(f"--virtual-devices: expected a whole number from 0 to 16, got {text!r}")
-    return int(text)
-
-
-def _default_issue_files(config: pytest.Config) -> list[Path]:
-    """known_issues.toml files the collected case modules will use, found up front so a
-    broken one is a usage error before any test runs (folders: itself and one level down)."""
-    found: set[Path] = set()
-    for arg in config.args:
-        path = Path(arg.split("::")[0])
-        folders = [path.parent] if path.is_file() else [path, *(p for p in path.glob("*/") if p.is_dir())]
-        found.update(f / "known_issues.toml" for f in folders if (f / "known_issues.toml").is_file())
-    return sorted(found)
-
-
-def _run_dir(config: pytest.Config) -> Path:
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and "conformance_run_dir" in workerinput:
-        return Path(workerinput["conformance_run_dir"])
-    reports = Path(config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports")
-    problem = _unwritable(reports)  # the user's to fix: said once, before any item runs (nothing is created here)
-    if problem:
-        raise pytest.UsageError(f"--reports-dir: cannot write runs into {str(reports)!r}: {problem}")
-    return unique_run_dir(reports, config.getoption("run_name") or default_run_name())
-
-
-def _unwritable(folder: Path) -> str | None:
-    """Why runs cannot be written into `folder` (created later, with its parents), or None."""
-    existing = folder
-    while not existing.exists():
-        if existing.is_symlink():
-            return f"{existing} is a broken symlink"
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing} is not a folder"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"{existing} is not writable"
-    return None
-
-
 def _interrupt_on_sigterm(signum, frame):
     raise KeyboardInterrupt(f"signal {signum} (SIGTERM)")
 
@@ -163,27 +86,27 @@ def pytest_configure(config: pytest.Config) -> None:
         name = f"{profiles.current_profile()}+max_examples={max_examples}"
         settings.register_profile(name, parent=settings.default, max_examples=max_examples)
         settings.load_profile(name)
-    _configure_timeout(config)
+    options.configure_timeout(config)
     selection = config.getoption("targets")
     if selection is None:  # an empty --targets is an error, like "cpu,"; an empty variable means unset
         selection = os.environ.get(TARGETS_ENV) or "all"
     try:
-        targets = select(selection, discover(_virtual_count(config)))
+        targets = select(selection, discover(options.virtual_count(config)))
     except TargetSelectionError as exc:
         raise pytest.UsageError(f"--targets: {exc}") from None
     issue_files = [Path(p) for p in config.getoption("known_issues")]
     for path in issue_files:
         if not path.is_file():
             raise pytest.UsageError(f"--known-issues: no such file {str(path)!r}")
-    to_validate = issue_files or _default_issue_files(config)
+    to_validate = issue_files or options.default_issue_files(config)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         distribute.share_torch_threads(int(workerinput.get("workercount", 1)))
     run = ConformanceRun(
         targets=targets,
-        run_dir=_run_dir(config),
+        run_dir=options.run_dir(config),
         worker=workerinput["workerid"] if workerinput else "main",
-        replay=_load_replay(config.getoption("replay")),
+        replay=options.load_replay(config.getoption("replay")),
         known_issue_files=issue_files,
     )
     try:
@@ -204,38 +127,13 @@ def pytest_configure(config: pytest.Config) -> None:
             run.use_saved_cases(Path(cases_from), saved_cases(Path(cases_from)))
         except SavedCasesError as exc:
             raise pytest.UsageError(f"--cases-from: {exc}") from None
-    _configure_outputs(config, run)
+    options.configure_outputs(config, run)
     config.stash[RUN_KEY] = run
     if workerinput is None and threading.current_thread() is threading.main_thread():
         # CI cancellations and timeouts send SIGTERM: end like Ctrl-C (summary and report marked incomplete)
         config.stash[SIGTERM_KEY] = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     if config.pluginmanager.hasplugin("xdist"):
         distribute.configure(config, run)
-
-
-def _configure_outputs(config: pytest.Config, run: ConformanceRun) -> None:
-    """--baseline: its cases, its outputs to compare with, this run's outputs recorded beside the outcomes;
-    --record-outputs: outputs recorded into the given folder."""
-    from conformance.checks.baseline import BaselineOutputs
-    from conformance.outputs import OutputRecorder, OutputsError, outputs_folder, plans
-
-    baseline, record = config.getoption("baseline"), config.getoption("record_outputs")
-    if baseline is not None:
-        if run.replay is not None or config.getoption("cases_from") is not None:
-            raise pytest.UsageError("--baseline checks the baseline's cases: it cannot be combined with "
-                                    "--replay or --cases-from")
-        try:
-            loaded = BaselineOutputs(outputs_folder(Path(baseline)))
-            run.use_saved_cases(Path(baseline), plans(loaded.index))
-        except OutputsError as exc:
-            raise pytest.UsageError(f"--baseline: {exc}") from None
-        run.shared.baseline = loaded
-        run.options = run.options | {"baseline"}
-    folder = Path(record) if record is not None else (run.run_dir / "outputs" if baseline is not None else None)
-    if folder is not None:
-        if folder.exists() and not folder.is_dir():
-            raise pytest.UsageError(f"--record-outputs: {str(folder)!r} exists and is not a folder")
-        run.recorder = OutputRecorder(folder, run.worker)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -426,9 +324,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(f"narrowed: {op}: {why}")
     totals = ", ".join(f"{count} {verdict.replace('_', ' ')}" for verdict, count in summary["totals"].items())
     terminalreporter.write_line(f"outcomes: {totals}")
-    for issue_id in summary["unused_known_issues"]:
-        terminalreporter.write_line(f"warning: known issue {issue_id!r} applied to no selected test item")
-    for issue_id in summary.get("unreproduced_known_issues", []):
+    selected = bool(config.option.keyword or config.option.markexpr or any("::" in a for a in config.args))
+    for issue_id in [] if selected else summary["unused_known_issues"]:  # a -k run leaves most entries out
+        terminalreporter.write_line(f"warning: known issue {issue_id!r} applied to no test item")
+    for issue_id in [] if selected else summary.get("unreproduced_known_issues", []):
         terminalreporter.write_line(f"warning: known issue {issue_id!r} matched no failure in this run "
                                     f"(fixed, or out of this run's draws?)")
     if summary["torn_lines"]:

@@ -118,12 +118,14 @@ reason = "matches nothing"
     assert "FAILED test_cases.py::test_good[cpu-float32-bilinear-reference]" in out
     assert "unexpected pass: known issue stale (https://example.org/stale) did not reproduce" in out
     assert "delete the entry" in out
-    assert "warning: known issue 'elsewhere' applied to no selected test item" in out
+    assert "warning: known issue 'elsewhere' applied to no test item" in out
     assert "warning: known issue 'stale' matched no failure in this run" in out
     data = summary(project)
     shifted = [g for g in data["groups"] if g["op"] == "shifted" and g["check"] == "reference"]
     assert all(g["verdict"] == "known_issue" and g["known_issues"] == ["shift"] for g in shifted)
     assert data["unused_known_issues"] == ["elsewhere"]
+    narrowed = run(project, "-k", "good")  # a selection leaves most entries out: no warnings about them
+    assert "applied to no test item" not in narrowed.stdout.str()
 
 
 @pytest.mark.parametrize("args, message", [
