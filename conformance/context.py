@@ -45,7 +45,15 @@ class CaseContext:
 
     @cached_property
     def run(self) -> OpRun:
-        return run_op(self.spec, self.tensor_in, self.case, self.target, self.sampled)
+        try:
+            tensor = self.tensor_in
+        except (MemoryError, RuntimeError) as exc:  # torch.OutOfMemoryError is a RuntimeError
+            if not isinstance(exc, MemoryError) and "alloc" not in str(exc).lower() \
+                    and not isinstance(exc, torch.OutOfMemoryError):
+                raise
+            return OpRun(resource=f"the case's input could not be allocated: {type(exc).__name__}: "
+                                  f"{str(exc).splitlines()[0][:200] if str(exc) else ''}")
+        return run_op(self.spec, tensor, self.case, self.target, self.sampled)
 
     @property
     def returned_tensor(self) -> bool:

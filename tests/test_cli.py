@@ -105,3 +105,13 @@ def test_an_empty_target_list_is_an_error_like_a_trailing_comma():
     result = subprocess.run([sys.executable, "-m", "pytest", "cases", "--co", "-q", "-p", "no:cacheprovider",
                              "--targets", ""], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 4 and "empty entry in target list" in result.stderr
+
+
+def test_a_case_whose_input_cannot_be_allocated_is_a_resource_outcome_not_a_harness_error():
+    case = ('{"op":"normalize_v1","params":{"mean":[0.1,0.2,0.3],"std":[1,1,1]},"recipe":{"batch":[],"channels":3,'
+            '"content":"noise","dtype":"float32","height":1000000,"layout":"contiguous","seed":0,"width":1000000}}')
+    result = subprocess.run([sys.executable, "-m", "pytest", "cases/test_normalize.py::test_normalize_v1"
+                             "[cpu-float32-valid-reference]", "-q", "-p", "no:cacheprovider", "--replay", case],
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "1 resource" in result.stdout and "Traceback" not in result.stdout
