@@ -7,12 +7,25 @@ Public API for case modules:
   Tolerance, Rule tolerance policies with reasons, scoped by check/dtype/mode/target
   image_recipes   hypothesis strategy of image recipes
   versions        the imported library versions (for `narrowed` strategies and preconditions)
-"""
-from conformance import versions
-from conformance.compare import Rule, Tolerance
-from conformance.recipes import Case, Recipe
-from conformance.spec import ExpectedError, ModuleOp, OpSpec
-from conformance.strategies import image_recipes, sides
 
-__all__ = ["Case", "ExpectedError", "ModuleOp", "OpSpec", "versions", "Recipe", "Rule", "Tolerance", "image_recipes", "sides"]
+The names are imported on first use (they import torch): the pytest plugin lives in this
+package and is loaded into every pytest session, where it must not import torch.
+"""
+from importlib import import_module
+from typing import Any
+
+_PUBLIC = {
+    "versions": "conformance.versions", "Rule": "conformance.compare", "Tolerance": "conformance.compare",
+    "Case": "conformance.recipes", "Recipe": "conformance.recipes", "ExpectedError": "conformance.spec",
+    "ModuleOp": "conformance.spec", "OpSpec": "conformance.spec", "image_recipes": "conformance.strategies",
+    "sides": "conformance.strategies",
+}
+__all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'conformance' has no attribute {name!r}")
+    module = import_module(_PUBLIC[name])
+    return module if name == "versions" else getattr(module, name)

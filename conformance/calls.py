@@ -168,7 +168,8 @@ def sample_on(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target) ->
         with target.active():
             module = spec.module.build(dict(case.params))
         module = target.put(module)
-        with torch.random.fork_rng(devices=[]), time_limit(_limits["case_timeout_s"]), target.active(found.log):
+        # the timer is innermost: disarmed before target.active restores torch.cuda, never firing inside it
+        with torch.random.fork_rng(devices=[]), target.active(found.log), time_limit(_limits["case_timeout_s"]):
             seed_everything(case.recipe.seed, target.kind)
             found.params = spec.module.sample(module, tensor, dict(case.params))
             target.synchronize()
@@ -232,7 +233,7 @@ def _call(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sample
                 module = target.put(module)
                 if log is not None:
                     run.module_problems, log.watched = left_behind(module, target.device)
-        with time_limit(_limits["case_timeout_s"]), target.active(log):
+        with target.active(log), time_limit(_limits["case_timeout_s"]):  # the timer ends before the restore
             if spec.module is not None:
                 output = spec.module.forward(module, tensor, dict(case.params),
                                              None if sampled is None else on_target(sampled, target))

@@ -4,6 +4,7 @@
     python -m conformance summary reports/<run>    summary.json + table from the outcome files
     python -m conformance report reports/<run>     (re)build reports/<run>/index.html
     python -m conformance merge RUN... -o OUT      combine runs from several machines into one report
+    python -m conformance prune REPORTS --keep N   delete old run folders (--older-than DAYS, --dry-run)
     python -m conformance baseline -o DIR [PYTEST ARGS...]   record outputs and timings of this build
     python -m conformance compare BASELINE OTHER   what changed between two builds (outputs, timings)
     python -m conformance timing -o FILE           time each op per target and input size
@@ -48,7 +49,7 @@ def pytest_command(args: list[str]) -> list[str]:
         if arg in values and args:
             arg = f"{arg}={args.pop(0)}"
         joined.append(arg)
-    return (["-o", "testpaths=cases"] if Path("cases").is_dir() else []) + joined
+    return ["--conformance"] + (["-o", "testpaths=cases"] if Path("cases").is_dir() else []) + joined
 
 
 def run_pytest(pytest_args: list[str]) -> int:
@@ -78,7 +79,7 @@ def _summary(run_dir: Path) -> int:
     previous = run_dir / "summary.json"
     complete = was_complete(run_dir)
     summary = write_summary(run_dir, complete=complete)
-    for line in format_table(summary):
+    for line in format_table(summary, full=True):
         print(line)
     if not complete:
         print("note: the run did not finish (no complete summary); this shows what was recorded")
@@ -108,6 +109,22 @@ def _merge(run_dirs: list[Path], out: Path, labels: list[str] | None) -> int:
     return 0
 
 
+def _prune(reports: Path, keep: int | None, older_than: float | None, dry_run: bool) -> int:
+    from conformance.store.prune import PruneError, prune
+
+    try:
+        pruned = prune(reports, keep=keep, older_than_days=older_than, dry_run=dry_run)
+    except PruneError as exc:
+        print(f"conformance prune: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    for run in pruned.removed:
+        print(f"{'would remove' if dry_run else 'removed'}: {run}")
+    for why in pruned.ignored:
+        print(f"left alone: {why}")
+    print(f"{len(pruned.removed)} run(s) {'would be ' if dry_run else ''}removed, {len(pruned.kept)} kept")
+    return 0
+
+
 class UsageErrors(argparse.ArgumentParser):
     """argparse, but a usage error exits 4 like pytest's (2 means "interrupted" to a CI gate)."""
 
@@ -130,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument("-o", "--output", type=Path, required=True, help="folder of the merged run (must not exist)")
     merge.add_argument("--label", action="append", default=None,
                        help="column label per run, in order (default: the machine name recorded by each run)")
+    prune = commands.add_parser("prune", help="delete old run folders (never `latest`, never through a link)")
+    prune.add_argument("reports_dir", type=Path)
+    prune.add_argument("--keep", type=int, default=None, metavar="N", help="keep the N newest runs")
+    prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
+                       help="remove runs that finished more than DAYS ago (with --keep: only beyond the N newest)")
+    prune.add_argument("--dry-run", action="store_true", help="print what would be removed; remove nothing")
     from conformance import timing
 
     baseline = commands.add_parser("baseline", help="record this build's outputs (fixed cases) and timings into a "
@@ -192,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args.run_dir)
     if args.command == "merge":
         return _merge(args.run_dirs, args.output, args.label)
+    if args.command == "prune":
+        return _prune(args.reports_dir, args.keep, args.older_than, args.dry_run)
     return _summary(args.run_dir)
 
 

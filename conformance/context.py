@@ -79,7 +79,8 @@ class CaseContext:
 
     def tolerance(self, check: str):
         """Tolerances are keyed by the test item's dtype (the input's), mode and target."""
-        return self.spec.tolerance(check, self.case.recipe.dtype, self.mode, self.target.name)
+        return self.spec.tolerance(check, self.case.recipe.dtype, self.mode, self.target.name,
+                                   getattr(self.shared, "overrides", ()))
 
     def outcome(self, check: str) -> "CheckOutcome | None":
         """The check's outcome for this case (None: it does not apply to what happened), computed once."""

@@ -10,11 +10,12 @@ is used unless the user chose a mode.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.spec import parse_item_id, variant_key
+from conformance.item_ids import parse_item_id, variant_key
 
 
 def group_by(chosen: str, targets: list[Any]) -> str:
@@ -32,13 +33,16 @@ def dist_chosen(config: pytest.Config) -> bool:
     return any(w == "-d" or w.startswith("--dist") for w in map(str, words))
 
 
-def configure(config: pytest.Config, run: Any) -> None:
-    if getattr(config.option, "dist", "no") == "load" and not dist_chosen(config):
+def configure(config: pytest.Config, run_dir: Path, cfg: Any | None) -> None:
+    """On the xdist controller.  Always: hand the run folder to the workers and record items whose
+    worker died.  Only for a run that asked for conformance (`cfg` given): group items by variant
+    or target (loadgroup instead of -n's load) and share the cores' thread pools."""
+    if cfg is not None and getattr(config.option, "dist", "no") == "load" and not dist_chosen(config):
         config.option.dist = "loadgroup"  # -n alone means "load", which ignores the groups
     workers = getattr(config.option, "numprocesses", None)
-    if isinstance(workers, int) and workers > 1:
+    if cfg is not None and isinstance(workers, int) and workers > 1:
         share_threads(workers)
-    config.pluginmanager.register(XdistHooks(run), "conformance-xdist")
+    config.pluginmanager.register(XdistHooks(run_dir, cfg), "conformance-xdist")
 
 
 def share_torch_threads(workers: int) -> None:
@@ -60,22 +64,28 @@ def share_threads(workers: int) -> None:
 class XdistHooks:
     """Hands the controller's run folder to every worker; records items whose worker died."""
 
-    def __init__(self, run: Any) -> None:
-        self.run = run
+    def __init__(self, run_dir: Path, cfg: Any | None) -> None:
+        self.run_dir, self.cfg = run_dir, cfg
 
     def pytest_configure_node(self, node) -> None:
-        node.workerinput["conformance_run_dir"] = str(self.run.run_dir)
+        node.workerinput["conformance_run_dir"] = str(self.run_dir)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """On the controller: a worker that died mid-item (os.abort, a segfault) is recorded."""
+        """On the controller: a worker that died mid-item (os.abort, a segfault) is recorded, with
+        the case it had started (so that case can be replayed)."""
         text = str(report.longrepr) if report.failed else ""
-        if "crashed while running" in text and not hasattr(self.run, "workerinput"):
-            self.run.record_crash(report.nodeid, text.strip().splitlines()[-1])
+        if "crashed while running" not in text or parse_item_id(report.nodeid) is None:
+            return
+        from conformance.records import RecordWriter, last_case_started
+
+        writer = RecordWriter(self.run_dir, "main", lambda: {})
+        writer.crash(report.nodeid, text.strip().splitlines()[-1], last_case_started(self.run_dir, report.nodeid))
+        writer.close()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
-        if config.getvalue("dist") == "loadgroup":
-            return _group_scheduling(self.run)(config, log)
+        if self.cfg is not None and config.getvalue("dist") == "loadgroup":
+            return _group_scheduling(self.cfg)(config, log)
         return None
 
 
@@ -87,7 +97,7 @@ def group_of(nodeid: str, targets: Any, by: str) -> str | None:
     return parsed.target if by == "target" else "::".join(variant_key(nodeid, parsed.test, parsed.dtype, parsed.mode))
 
 
-def _group_scheduling(run: Any):
+def _group_scheduling(cfg: Any):
     from xdist.scheduler import LoadGroupScheduling
 
     class ConformanceGroupScheduling(LoadGroupScheduling):
@@ -101,7 +111,7 @@ def _group_scheduling(run: Any):
         """
 
         def _split_scope(self, nodeid: str) -> str:
-            return group_of(nodeid, run.targets, run.group_by) or super()._split_scope(nodeid)
+            return group_of(nodeid, cfg.target_names, cfg.group_by) or super()._split_scope(nodeid)
 
         def remove_node(self, node):
             workload = self.assigned_work.pop(node)

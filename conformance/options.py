@@ -1,4 +1,7 @@
-"""The plugin's options, read into the run: each malformed value a one-line usage error."""
+"""Readers of the plugin's options, each malformed value a one-line usage error.
+
+Light on purpose (no torch): the plugin imports this module in every pytest session.
+"""
 from __future__ import annotations
 
 import os
@@ -6,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from conformance.recipes import Case, RecipeError
-from conformance.session import ConformanceRun, default_run_name, unique_run_dir
 
 TARGETS_ENV = "CONFORMANCE_TARGETS"
 VIRTUAL_ENV = "CONFORMANCE_VIRTUAL_DEVICES"
 
 
-def load_replay(value: str | None) -> Case | None:
+def load_replay(value: str | None):
+    """The --replay case (a recipes.Case) or None."""
+    from conformance.recipes import Case, RecipeError
+
     if value is None:
         return None
     text = value
@@ -28,9 +32,8 @@ def load_replay(value: str | None) -> Case | None:
         raise pytest.UsageError(f"--replay: {exc}") from None
 
 
-def configure_timeout(config: pytest.Config) -> None:
-    from conformance.calls import set_case_timeout
-
+def case_timeout(config: pytest.Config) -> float:
+    """--case-timeout (or CONFORMANCE_CASE_TIMEOUT, default 60 s; 0: none)."""
     value = config.getoption("case_timeout")
     if value is None:
         text = os.environ.get("CONFORMANCE_CASE_TIMEOUT", "60")
@@ -40,7 +43,7 @@ def configure_timeout(config: pytest.Config) -> None:
             raise pytest.UsageError(f"CONFORMANCE_CASE_TIMEOUT: expected seconds, got {text!r}") from None
     if not value >= 0:
         raise pytest.UsageError(f"--case-timeout must be 0 (none) or a positive number of seconds, got {value}")
-    set_case_timeout(value)
+    return float(value)
 
 
 def virtual_count(config: pytest.Config) -> int | None:
@@ -63,12 +66,14 @@ def default_issue_files(config: pytest.Config) -> list[Path]:
     return sorted(found)
 
 
-def run_dir(config: pytest.Config) -> Path:
+def run_dir(config: pytest.Config, validate: bool = True) -> Path:
+    """This run's folder (not created here): the controller's under xdist, else a new one in the
+    reports folder; an unusable reports folder is a usage error when `validate`."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "conformance_run_dir" in workerinput:
         return Path(workerinput["conformance_run_dir"])
     reports = Path(config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports")
-    problem = unwritable(reports)  # the user's to fix: said once, before any item runs (nothing is created here)
+    problem = unwritable(reports) if validate else None  # said once, before any item runs (nothing created here)
     if problem:
         raise pytest.UsageError(f"--reports-dir: cannot write runs into {str(reports)!r}: {problem}")
     return unique_run_dir(reports, config.getoption("run_name") or default_run_name())
@@ -88,26 +93,63 @@ def unwritable(folder: Path) -> str | None:
     return None
 
 
-def configure_outputs(config: pytest.Config, run: ConformanceRun) -> None:
-    """--baseline: its cases, its outputs to compare with, this run's outputs recorded beside the outcomes;
-    --record-outputs: outputs recorded into the given folder."""
-    from conformance.checks.baseline import BaselineOutputs
-    from conformance.outputs import OutputRecorder, OutputsError, outputs_folder, plans
+def default_run_name() -> str:
+    import time
 
-    baseline, record = config.getoption("baseline"), config.getoption("record_outputs")
-    if baseline is not None:
-        if run.replay is not None or config.getoption("cases_from") is not None:
-            raise pytest.UsageError("--baseline checks the baseline's cases: it cannot be combined with "
-                                    "--replay or --cases-from")
-        try:
-            loaded = BaselineOutputs(outputs_folder(Path(baseline)))
-            run.use_saved_cases(Path(baseline), plans(loaded.index))
-        except OutputsError as exc:
-            raise pytest.UsageError(f"--baseline: {exc}") from None
-        run.shared.baseline = loaded
-        run.options = run.options | {"baseline"}
-    folder = Path(record) if record is not None else (run.run_dir / "outputs" if baseline is not None else None)
-    if folder is not None:
-        if folder.exists() and not folder.is_dir():
-            raise pytest.UsageError(f"--record-outputs: {str(folder)!r} exists and is not a folder")
-        run.recorder = OutputRecorder(folder, run.worker)
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+def unique_run_dir(reports_dir: Path, name: str) -> Path:
+    """A run folder that does not exist yet (nothing is created here)."""
+    from conformance.results import safe_name
+
+    candidate, n = reports_dir / safe_name(name), 1
+    while candidate.exists():
+        n += 1
+        candidate = reports_dir / f"{safe_name(name)}-{n}"
+    return candidate
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The plugin's command-line options (pytest_addoption)."""
+    group = parser.getgroup("conformance", "cross-device conformance")
+    group.addoption("--conformance", action="store_true", default=False,
+                    help="set the conformance run up before collection (header, xdist grouping); automatic "
+                         "when conformance specs are collected or another conformance option is given")
+    group.addoption("--targets", default=None, metavar="LIST",
+                    help=f"where ops run: comma list (cpu,cuda:1), 'all' (default) or 'gpu'; env {TARGETS_ENV}")
+    group.addoption("--virtual-devices", default=None, metavar="N",
+                    help="how many virtual vcuda:N targets exist (0 turns them off; default 2 when no real "
+                         f"CUDA device is visible); env {VIRTUAL_ENV}")
+    group.addoption("--virtual-findings", choices=("fail", "warn"), default="fail",
+                    help="failures on virtual targets fail the gate (default) or are reported as warnings (xfail)")
+    group.addoption("--group-by", choices=("auto", "target", "variant"), default="auto",
+                    help="how items are grouped for pytest-xdist (-n N; loadgroup is used unless --dist is given): "
+                         "'target' keeps each worker on one device, 'variant' runs an op/dtype/mode on every "
+                         "target in one worker so drawn cases, inputs and references are shared; auto: 'target' when "
+                         "two or more real accelerators are selected, else 'variant'")
+    group.addoption("--case-timeout", type=float, default=None, metavar="SECONDS",
+                    help="per-call time limit for ops; a call past it is an error outcome and the run goes on "
+                         "(default 60; 0 = none; env CONFORMANCE_CASE_TIMEOUT)")
+    group.addoption("--replay", default=None, metavar="CASE",
+                    help="run exactly one saved case: its JSON, or a path to a .json file")
+    group.addoption("--cases-from", default=None, metavar="RUN",
+                    help="check exactly the cases an earlier run checked (its run folder or an outcomes/*.jsonl "
+                         "file), on this run's targets, instead of drawing new ones; items it has no cases for "
+                         "are skipped")
+    group.addoption("--baseline", default=None, metavar="DIR",
+                    help="compare with a baseline made on another build (python -m conformance baseline): check "
+                         "exactly its cases, add a 'baseline' check per target (a change beyond tolerance fails, a "
+                         "bit-level change is a warning) and record this run's outputs for `compare`")
+    group.addoption("--record-outputs", default=None, metavar="DIR",
+                    help="record every checked output (digest and array) into DIR (what `baseline` does)")
+    group.addoption("--reports-dir", default=None, metavar="DIR",
+                    help="where runs are stored (default: <rootdir>/reports; env CONFORMANCE_REPORTS)")
+    group.addoption("--run-name", default=None, metavar="NAME", help="name of this run's folder (default: a timestamp)")
+    group.addoption("--max-examples", type=int, default=None, metavar="N",
+                    help="override the hypothesis profile's max_examples for this session (quick smoke runs)")
+    group.addoption("--tolerances", default=None, metavar="FILE",
+                    help="tolerance overrides (TOML [[tolerance]] tables, see conformance/overrides.py), "
+                         "tried before each op's own rules")
+    group.addoption("--known-issues", action="append", default=[], metavar="FILE",
+                    help="known-issues TOML file(s); default: known_issues.toml beside each case module")

@@ -21,6 +21,7 @@ first matching one applies, and its name and reason appear in every record and r
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
 from pathlib import Path
 
 from conformance.compare import Rule, Tolerance
@@ -60,17 +61,9 @@ def _entry(raw: dict, where: str) -> Override:
     return raw["op"], Rule(tolerance, **{k: raw[k] for k in _SCOPE if k in raw})
 
 
-_active: list[Override] = []
-
-
-def install(overrides: list[Override]) -> None:
-    """Make these the session's overrides (the plugin calls this once per process)."""
-    _active[:] = overrides
-
-
-def pick(op: str, check: str, dtype: str, mode: str, target: str) -> Tolerance | None:
-    """The first installed override for this op and scope, if any."""
-    for op_pattern, rule in _active:
+def pick(rules: Sequence[Override], op: str, check: str, dtype: str, mode: str, target: str) -> Tolerance | None:
+    """The first of the run's override rules (RunConfig.overrides) for this op and scope, if any."""
+    for op_pattern, rule in rules:
         if fnmatch.fnmatchcase(op, op_pattern) and rule.matches(check, dtype, mode, target):
             return rule.tolerance
     return None

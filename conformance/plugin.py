@@ -1,150 +1,126 @@
-"""The pytest plugin: options, target parametrization, the result store, the summary.
+"""The pytest plugin: hook glue only.
 
-Loaded through the `pytest11` entry point (and by the repo's conftest.py).
-Only functions built by `OpSpec.test()` are touched; other tests run as usual.
+Loaded into every pytest session of the environment through the `pytest11` entry point (and by
+the repo's conftest.py), so it stays inert, like hypothesis' own plugin, until a session asks
+for conformance (`--conformance`, any conformance option or CONFORMANCE_* variable: the run is
+set up at configure time) or collects a conformance spec (set up then).  Inert means: no torch
+import, no hypothesis profile loaded, no xdist scheduler or thread variables changed, nothing
+in the header, no reports folder.  Only functions built by `OpSpec.test()` are touched.
 """
 from __future__ import annotations
 
-import json
-import os
 import signal
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import settings
 
-from conformance import distribute, options, overrides, profiles
-from conformance.environment import header_lines
-from conformance.known_issues import KnownIssuesError
-from conformance.options import TARGETS_ENV, VIRTUAL_ENV
-from conformance.results import (SavedCasesError, format_modules, format_table, read_outcomes, saved_cases,
-                                 write_summary)
-from conformance.checks import applicable
-from conformance.spec import item_params_id
-from conformance.session import ConformanceFailure, ConformanceRun, warn
-from conformance.targets import TargetSelectionError, discover, select
+from conformance import config as run_config
+from conformance import options, profiles
+from conformance.item_ids import item_params_id
 
-profiles.register()  # before hypothesis' own plugin reads --hypothesis-profile
+profiles.register()  # named profiles for --hypothesis-profile; registering loads nothing
 
-RUN_KEY = pytest.StashKey[ConformanceRun]()
-SIGTERM_KEY = pytest.StashKey[object]()
+
+@dataclass
+class PluginState:
+    run: Any = None  # session.ConformanceRun, once conformance is asked for or specs are collected
+    run_dir: Path | None = None  # the xdist controller's run folder (it collects nothing itself)
+    lazily: bool = False  # set up at collection: its header is printed after collection
+    previous_sigterm: Any = None
+    report_path: Path | None = None
+    report_error: str | None = None
+    narrowed: dict[str, str] = field(default_factory=dict)
+
+
+STATE = pytest.StashKey[PluginState]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("conformance", "cross-device conformance")
-    group.addoption("--targets", default=None, metavar="LIST",
-                    help=f"where ops run: comma list (cpu,cuda:1), 'all' (default) or 'gpu'; env {TARGETS_ENV}")
-    group.addoption("--virtual-devices", default=None, metavar="N",
-                    help="how many virtual vcuda:N targets exist (0 turns them off; default 2 when fewer "
-                         f"than two real accelerators are visible); env {VIRTUAL_ENV}")
-    group.addoption("--virtual-findings", choices=("fail", "warn"), default="fail",
-                    help="failures on virtual targets fail the gate (default) or are reported as warnings (xfail)")
-    group.addoption("--group-by", choices=("auto", "target", "variant"), default="auto",
-                    help="how items are grouped for pytest-xdist (-n N; loadgroup is used unless --dist is given): "
-                         "'target' keeps each worker on one device, 'variant' runs an op/dtype/mode on every "
-                         "target in one worker so drawn cases, inputs and references are shared; auto: 'target' when "
-                         "two or more real accelerators are selected, else 'variant'")
-    group.addoption("--case-timeout", type=float, default=None, metavar="SECONDS",
-                    help="per-call time limit for ops; a call past it is an error outcome and the run goes on "
-                         "(default 60; 0 = none; env CONFORMANCE_CASE_TIMEOUT)")
-    group.addoption("--replay", default=None, metavar="CASE",
-                    help="run exactly one saved case: its JSON, or a path to a .json file")
-    group.addoption("--cases-from", default=None, metavar="RUN",
-                    help="check exactly the cases an earlier run checked (its run folder or an outcomes/*.jsonl "
-                         "file), on this run's targets, instead of drawing new ones; items it has no cases for "
-                         "are skipped")
-    group.addoption("--baseline", default=None, metavar="DIR",
-                    help="compare with a baseline made on another build (python -m conformance baseline): check "
-                         "exactly its cases, add a 'baseline' check per target (a change beyond tolerance fails, a "
-                         "bit-level change is a warning) and record this run's outputs for `compare`")
-    group.addoption("--record-outputs", default=None, metavar="DIR",
-                    help="record every checked output (digest and array) into DIR (what `baseline` does)")
-    group.addoption("--reports-dir", default=None, metavar="DIR",
-                    help="where runs are stored (default: <rootdir>/reports; env CONFORMANCE_REPORTS)")
-    group.addoption("--run-name", default=None, metavar="NAME", help="name of this run's folder (default: a timestamp)")
-    group.addoption("--max-examples", type=int, default=None, metavar="N",
-                    help="override the hypothesis profile's max_examples for this session (quick smoke runs)")
-    group.addoption("--tolerances", default=None, metavar="FILE",
-                    help="tolerance overrides (TOML [[tolerance]] tables, see conformance/overrides.py), "
-                         "tried before each op's own rules")
-    group.addoption("--known-issues", action="append", default=[], metavar="FILE",
-                    help="known-issues TOML file(s); default: known_issues.toml beside each case module")
+    options.add_options(parser)
 
 
 def _interrupt_on_sigterm(signum, frame):
     raise KeyboardInterrupt(f"signal {signum} (SIGTERM)")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("hypothesis_profile", None) is None:
-        settings.load_profile(profiles.default_profile())
-    max_examples = config.getoption("max_examples")
-    if max_examples is not None:
-        if max_examples < 1:
-            raise pytest.UsageError(f"--max-examples must be at least 1, got {max_examples}")
-        name = f"{profiles.current_profile()}+max_examples={max_examples}"
-        settings.register_profile(name, parent=settings.default, max_examples=max_examples)
-        settings.load_profile(name)
-    options.configure_timeout(config)
-    selection = config.getoption("targets")
-    if selection is None:  # an empty --targets is an error, like "cpu,"; an empty variable means unset
-        selection = os.environ.get(TARGETS_ENV) or "all"
-    try:
-        targets = select(selection, discover(options.virtual_count(config)))
-    except TargetSelectionError as exc:
-        raise pytest.UsageError(f"--targets: {exc}") from None
-    issue_files = [Path(p) for p in config.getoption("known_issues")]
-    for path in issue_files:
-        if not path.is_file():
-            raise pytest.UsageError(f"--known-issues: no such file {str(path)!r}")
-    to_validate = issue_files or options.default_issue_files(config)
+    profiles.check_chosen(config)  # before hypothesis' plugin turns a bogus name into an INTERNALERROR
+    state = config.stash[STATE] = PluginState()
+    controller = isinstance(getattr(config.option, "numprocesses", None), int) and not hasattr(config, "workerinput")
+    if run_config.asked_for(config):
+        _start(config, state)
+        if controller and config.pluginmanager.hasplugin("xdist"):
+            from conformance import distribute
+
+            distribute.configure(config, state.run.run_dir, state.run.cfg)
+    elif controller and config.pluginmanager.hasplugin("xdist"):
+        # Nothing asked for yet: if the workers collect specs, they share one run folder (named, not created).
+        from conformance import distribute
+
+        state.run_dir = options.run_dir(config, validate=False)
+        distribute.configure(config, state.run_dir, None)
+
+
+def _start(config: pytest.Config, state: PluginState) -> Any:
+    """Set the run up: configuration, targets, case sources, known issues, records (imports torch)."""
+    from conformance import distribute
+    from conformance import environment as env_info
+    from conformance.session import ConformanceRun
+
+    cfg = run_config.build(config)
+    profile = run_config.profile_name(config)
+    collected: dict[str, Any] = {}
+
+    def environment() -> dict[str, Any]:
+        if not collected:
+            collected.update(env_info.collect(list(cfg.targets)), hypothesis_profile=profile)
+        return collected
+
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         distribute.share_torch_threads(int(workerinput.get("workercount", 1)))
-    run = ConformanceRun(
-        targets=targets,
-        run_dir=options.run_dir(config),
-        worker=workerinput["workerid"] if workerinput else "main",
-        replay=options.load_replay(config.getoption("replay")),
-        known_issue_files=issue_files,
-    )
-    try:
-        run.known_issues(to_validate)
-    except KnownIssuesError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    run.group_by = distribute.group_by(config.getoption("group_by"), targets)
-    tolerances = config.getoption("tolerances")
-    try:
-        overrides.install(overrides.load(Path(tolerances)) if tolerances is not None else [])
-    except overrides.OverridesError as exc:
-        raise pytest.UsageError(f"--tolerances: {exc}") from None
-    cases_from = config.getoption("cases_from")
-    if cases_from is not None:
-        if run.replay is not None:
-            raise pytest.UsageError("--cases-from and --replay cannot be combined: choose one source of cases")
-        try:
-            run.use_saved_cases(Path(cases_from), saved_cases(Path(cases_from)))
-        except SavedCasesError as exc:
-            raise pytest.UsageError(f"--cases-from: {exc}") from None
-    options.configure_outputs(config, run)
-    config.stash[RUN_KEY] = run
+    state.run = ConformanceRun(cfg, environment)
+    state.run.narrowed = state.narrowed
     if workerinput is None and threading.current_thread() is threading.main_thread():
         # CI cancellations and timeouts send SIGTERM: end like Ctrl-C (summary and report marked incomplete)
-        config.stash[SIGTERM_KEY] = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
-    if config.pluginmanager.hasplugin("xdist"):
-        distribute.configure(config, run)
+        state.previous_sigterm = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    return state.run
+
+
+def _run(config: pytest.Config) -> Any:
+    state = config.stash[STATE]
+    if state.run is None:
+        state.lazily = True
+        _start(config, state)
+    return state.run
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    run = config.stash[RUN_KEY]
-    return header_lines(run.environment) + [
-        f"conformance: hypothesis profile {profiles.current_profile()}; run folder {run.run_dir}"]
+    run = config.stash[STATE].run
+    return _header(run) if run is not None else []
+
+
+def pytest_report_collectionfinish(config: pytest.Config, start_path: Path, items: list[pytest.Item]) -> list[str]:
+    state = config.stash[STATE]
+    return _header(state.run) if state.run is not None and state.lazily else []
+
+
+def _header(run: Any) -> list[str]:
+    from conformance.environment import header_lines
+    from conformance.targets import virtual_unavailable_reason
+
+    reason = virtual_unavailable_reason()
+    return header_lines(run.environment) + ([f"conformance: virtual targets off: {reason}"] if reason else []) + [
+        f"conformance: hypothesis profile {run.environment['hypothesis_profile']}; run folder {run.run_dir}"]
 
 
 @pytest.fixture(scope="session")
-def conformance_run(pytestconfig: pytest.Config) -> ConformanceRun:
-    return pytestconfig.stash[RUN_KEY]
+def conformance_run(pytestconfig: pytest.Config) -> Any:
+    return _run(pytestconfig)
 
 
 def _spec_of(obj):
@@ -155,7 +131,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     spec = _spec_of(metafunc.function)
     if spec is None:
         return
-    run = metafunc.config.stash[RUN_KEY]
+    from conformance.checks import applicable
+    from hypothesis import settings
+
+    run = _run(metafunc.config)
+    if not getattr(metafunc.function, "_conformance_settings", False):  # the profile applies to spec tests only
+        settings(run.cfg.hypothesis_settings)(metafunc.function)
+        metafunc.function._conformance_settings = True
     unmet = spec.unmet_requirement()
 
     def marks(target: str) -> list[pytest.MarkDecorator]:
@@ -183,14 +165,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A --replay case for an op no selected test runs, or a --baseline that shares no op with the
     selected specs, is a usage error (every item would be skipped, and a gate would pass on nothing)."""
-    config, items = session.config, session.items
-    run = config.stash.get(RUN_KEY, None)
-    collected = {spec.name for item in items if (spec := _spec_of(item)) is not None}
-    replay = getattr(run, "replay", None)
-    if replay is not None and collected and replay.op not in collected:
-        raise pytest.UsageError(f"--replay: the case is for op {replay.op!r}, which none of the selected tests runs "
-                                f"({', '.join(sorted(collected))})")
-    baseline = getattr(getattr(run, "shared", None), "baseline", None)
+    run = session.config.stash[STATE].run
+    if run is None:
+        return
+    collected = {spec.name for item in session.items if (spec := _spec_of(item)) is not None}
+    if run.replay is not None and collected and run.replay.op not in collected:
+        raise pytest.UsageError(f"--replay: the case is for op {run.replay.op!r}, which none of the selected tests "
+                                f"runs ({', '.join(sorted(collected))})")
+    baseline = run.shared.baseline
     if baseline is None:
         return
     recorded = {key.op for key in baseline.index}
@@ -202,10 +184,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def _is_conformance_failure(exc: BaseException) -> bool:
     """A divergence the harness found (hypothesis may group several), not an error of the test itself."""
+    from conformance.judgement import ConformanceFailure
+
     nested = getattr(exc, "exceptions", None)  # an exception group: builtin from 3.11, backported before
     if isinstance(nested, (list, tuple)) and nested:
         return all(_is_conformance_failure(e) for e in nested)
     return isinstance(exc, ConformanceFailure)
+
+
+def _finding_text(exc: BaseException) -> str:
+    """A conformance failure as its message and hypothesis' notes (the drawn case); for several
+    distinct failures of one item, each in turn."""
+    nested = getattr(exc, "exceptions", None)
+    if isinstance(nested, (list, tuple)) and nested:
+        parts = [f"{len(nested)} distinct failures:"] + [_finding_text(e) for e in nested]
+        return "\n\n".join(parts + list(getattr(exc, "__notes__", [])))
+    return "\n".join([f"{type(exc).__name__}: {exc}", *getattr(exc, "__notes__", [])])
 
 
 @pytest.hookimpl(wrapper=True)
@@ -213,14 +207,16 @@ def pytest_runtest_call(item: pytest.Item):
     spec = _spec_of(item)
     if spec is None:
         return (yield)
-    run = item.config.stash[RUN_KEY]
+    from conformance.session import warn
+
+    run = _run(item.config)
     params = item.callspec.params  # type: ignore[attr-defined]
     run.begin_item(item, spec, params["target"], params["dtype"], params["mode"], params["check"])
     try:
         result = yield
     except BaseException as failure:
         warn(run.end_item(passed=False).warnings)
-        if (run.targets[params["target"]].virtual and item.config.getoption("virtual_findings") == "warn"
+        if (run.targets[params["target"]].virtual and run.cfg.virtual_findings == "warn"
                 and _is_conformance_failure(failure)):
             first = str(failure).splitlines()[0]
             pytest.xfail(f"virtual-target finding, a warning under --virtual-findings=warn: {first}")
@@ -238,18 +234,19 @@ def pytest_runtest_call(item: pytest.Item):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    """Replay the cases another target drew for this op, dtype and mode; hypothesis draws otherwise.
-
-    A planned case that fails hands over to hypothesis, which finds the failure again and
-    shrinks it; if it cannot (a random profile draws other cases), the planned failure stands.
+    """Check the cases another target drew for this op, dtype and mode (or saved ones); hypothesis
+    draws otherwise.  A planned case that fails hands over to hypothesis, which finds the failure
+    again and shrinks it; if it cannot (a random profile draws other cases), the planned failure stands.
     """
     spec = _spec_of(pyfuncitem)
     if spec is None:
         return None
-    run = pyfuncitem.config.stash[RUN_KEY]
+    from conformance.judgement import ConformanceFailure
+
+    run = _run(pyfuncitem.config)
     cases = run.plan()
-    if cases is None and run.cases_from is not None:
-        pytest.skip(f"--cases-from {run.cases_from} has no cases for this item")
+    if cases is None and run.sources.saved_from is not None:
+        pytest.skip(f"{run.sources.saved_from} has no cases for this item")
     if cases is None:
         return None
     failure = run.run_plan(cases)
@@ -264,77 +261,46 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     spec = _spec_of(item)
+    if (spec is not None and report.failed and call.excinfo is not None
+            and _is_conformance_failure(call.excinfo.value)):
+        report.longrepr = _finding_text(call.excinfo.value)  # the finding, without the harness's frames
     if spec is not None and report.skipped and not hasattr(report, "wasxfail") and report.when in ("setup", "call"):
         params = item.callspec.params  # type: ignore[attr-defined]
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = reason.removeprefix("Skipped: ")  # pytest's prefix for a skip raised inside the test
-        item.config.stash[RUN_KEY].record_skip(item, params["target"], params["dtype"], params["mode"],
-                                               params["check"], reason)
+        _run(item.config).record_skip(item, params["target"], params["dtype"], params["mode"], params["check"],
+                                      reason)
     return report
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    run = session.config.stash.get(RUN_KEY, None)
-    if run is None:
+    state = session.config.stash.get(STATE, None)
+    if state is None:
         return
-    run.close()
-    if hasattr(session.config, "workerinput") or not (run.run_dir / "outcomes").is_dir():
+    if state.run is not None:
+        state.run.close()
+    run_dir = state.run.run_dir if state.run is not None else state.run_dir
+    if hasattr(session.config, "workerinput") or run_dir is None or not (run_dir / "outcomes").is_dir():
         return
-    interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-    outcomes = read_outcomes(run.run_dir)  # read once for the summary and the report
-    write_summary(run.run_dir, complete=not interrupted, outcomes=outcomes)
-    try:
-        from conformance.report import build_report
+    from conformance.terminal import finish_run_folder
 
-        run.report_path = build_report(run.run_dir, outcomes=outcomes)
-    except Exception as exc:  # noqa: BLE001 - the report must never turn a run's verdict into a crash
-        run.report_error = f"{type(exc).__name__}: {exc}"
-    latest = run.run_dir.parent / "latest"
-    try:
-        if latest.is_symlink() or not latest.exists():
-            latest.unlink(missing_ok=True)
-            latest.symlink_to(run.run_dir.name)
-    except OSError:
-        pass
+    interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+    state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    previous = config.stash.get(SIGTERM_KEY, None)
-    if previous is not None:
-        signal.signal(signal.SIGTERM, previous)
+    state = config.stash.get(STATE, None)
+    if state is not None and state.previous_sigterm is not None:
+        signal.signal(signal.SIGTERM, state.previous_sigterm)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    run = config.stash.get(RUN_KEY, None)
-    if run is None or hasattr(config, "workerinput"):
+    state = config.stash.get(STATE, None)
+    if state is None or hasattr(config, "workerinput"):
         return
-    summary_path = run.run_dir / "summary.json"
-    if not summary_path.is_file():
+    run_dir = state.run.run_dir if state.run is not None else state.run_dir
+    if run_dir is None:
         return
-    summary = json.loads(summary_path.read_text())
-    terminalreporter.section("conformance summary")
-    for line in format_table(summary):
-        terminalreporter.write_line(line)
-    modules = format_modules(summary)
-    if modules:
-        terminalreporter.write_line("modules left on the cpu, called with a device input (unmoved):")
-        for line in modules:
-            terminalreporter.write_line(line)
-    for op, why in sorted(getattr(run, "narrowed", {}).items()):
-        terminalreporter.write_line(f"narrowed: {op}: {why}")
-    totals = ", ".join(f"{count} {verdict.replace('_', ' ')}" for verdict, count in summary["totals"].items())
-    terminalreporter.write_line(f"outcomes: {totals}")
-    selected = bool(config.option.keyword or config.option.markexpr or any("::" in a for a in config.args))
-    for issue_id in [] if selected else summary["unused_known_issues"]:  # a -k run leaves most entries out
-        terminalreporter.write_line(f"warning: known issue {issue_id!r} applied to no test item")
-    for issue_id in [] if selected else summary.get("unreproduced_known_issues", []):
-        terminalreporter.write_line(f"warning: known issue {issue_id!r} matched no failure in this run "
-                                    f"(fixed, or out of this run's draws?)")
-    if summary["torn_lines"]:
-        terminalreporter.write_line(f"warning: {summary['torn_lines']} torn record line(s) skipped")
-    terminalreporter.write_line(f"results: {summary_path}")
-    if getattr(run, "report_path", None):
-        terminalreporter.write_line(f"report: {run.report_path}")
-    if getattr(run, "report_error", None):
-        terminalreporter.write_line(f"warning: the HTML report could not be built ({run.report_error}); "
-                                    f"retry with: python -m conformance report {run.run_dir}")
+    from conformance.terminal import write_section
+
+    write_section(terminalreporter, config, run_dir, state.narrowed, state.report_path, state.report_error)

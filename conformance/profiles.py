@@ -6,7 +6,8 @@
 `thorough`  nightly: thousands of examples, database on.
 `baseline`  `python -m conformance baseline`: derandomised, a small fixed case set, no shrinking
             (a baseline records outputs; the verdicts are the ordinary run's job).
-Without --hypothesis-profile the plugin picks `ci` when $CI is set, else `dev`.
+Without --hypothesis-profile the plugin picks `ci` when $CI is set, else `dev`.  A profile applies
+to conformance spec tests only (config.spec_settings); the plugin never loads one globally.
 """
 from __future__ import annotations
 
@@ -34,6 +35,23 @@ PROFILES = {
 def register() -> None:
     for name, values in PROFILES.items():
         settings.register_profile(name, **values)
+
+
+def check_chosen(config) -> None:
+    """--hypothesis-profile naming no registered profile is a usage error (hypothesis' own plugin
+    would raise it from its configure hook, an INTERNALERROR)."""
+    import pytest
+    from hypothesis.errors import InvalidArgument
+
+    chosen = config.getoption("hypothesis_profile", None)
+    if not chosen:
+        return
+    try:
+        settings.get_profile(chosen)
+    except InvalidArgument:
+        raise pytest.UsageError(f"--hypothesis-profile: no profile named {chosen!r} is registered (the plugin "
+                                f"registers {', '.join(PROFILES)}; a project registers its own in conftest.py)"
+                                ) from None
 
 
 def default_profile() -> str:

@@ -70,7 +70,8 @@ def expected_output(ideal: np.ndarray, dtype: str) -> np.ndarray:
 class SharedCases:
     """Per-case values shared across targets, least recently used first out."""
 
-    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+    def __init__(self, max_bytes: int = 256 * 2**20, overrides: tuple[Any, ...] = ()) -> None:
+        self.overrides = overrides  # the run's --tolerances rules, tried before each op's own
         self._entries: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         self._bytes = 0
         self.max_bytes = max_bytes
@@ -106,6 +107,10 @@ class SharedCases:
             return expected_output(ideal, dtype)
 
         return self._get((spec.name, case.key, "reference"), compute)
+
+    def has_context(self, spec: OpSpec, case: Case, target: Target, mode: str) -> bool:
+        """Whether the op already ran for this case on this target (else `context` runs it)."""
+        return (spec.name, case.key, f"{target.name}/{mode}") in self._entries
 
     def context(self, spec: OpSpec, case: Case, target: Target, mode: str) -> "CaseContext":
         """The case on a target, its op already run (so its size is known when cached)."""

@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from conformance import overrides, versions
 from conformance.compare import Rule, Tolerance, pick_tolerance
+from conformance.item_ids import ItemId, item_params_id, parse_item_id, variant_key  # noqa: F401 - re-exported
 from conformance.recipes import Case, Recipe
 from conformance.strategies import image_recipes
 
@@ -29,37 +30,6 @@ Reference = Callable[[np.ndarray, Case], np.ndarray]
 ParamStrategy = Callable[[Recipe, str], st.SearchStrategy[dict[str, Any]]]
 Sampled = dict[str, Any]
 SOURCES: dict[str, str] = {}  # op name -> the case module that defined its test (ISA workers import it)
-
-
-def item_params_id(target: str, dtype: str, mode: str, check: str) -> str:
-    """The parameter part of a conformance test id: `test_<name>[<target>-<dtype>-<mode>-<check>]`."""
-    return f"{target}-{dtype}-{mode}-{check}"
-
-
-class ItemId(NamedTuple):
-    module: str
-    test: str
-    target: str
-    dtype: str
-    mode: str
-    check: str
-
-
-def parse_item_id(nodeid: str) -> ItemId | None:
-    """The parts of a conformance test id; None for other ids.
-    Target, dtype and check names hold no "-"; a mode may."""
-    module, sep, rest = nodeid.rpartition("::")
-    test, bracket, params = rest.partition("[")
-    front, dash, check = params.removesuffix("]").rpartition("-")
-    parts = front.split("-", 2)
-    if not sep or not bracket or not dash or len(parts) != 3:
-        return None
-    return ItemId(module, test, parts[0], parts[1], parts[2], check)
-
-
-def variant_key(nodeid: str, test: str, dtype: str, mode: str) -> tuple[str, str, str, str]:
-    """Which items share drawn cases, inputs and references: one module's test, dtype and mode, any target."""
-    return nodeid.split("::")[0], test, dtype, mode
 
 
 def _call_module(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any], sampled: Sampled | None):
@@ -252,9 +222,10 @@ class OpSpec:
     def cases(self, dtype: str, mode: str) -> st.SearchStrategy[Case]:
         return _cases(self, self.recipes_for(dtype, mode), mode)
 
-    def tolerance(self, check: str, dtype: str, mode: str, target: str) -> Tolerance:
+    def tolerance(self, check: str, dtype: str, mode: str, target: str,
+                  user_rules: Sequence[overrides.Override] = ()) -> Tolerance:
         """The user's override (--tolerances) if one matches, else the first of this op's rules."""
-        chosen = overrides.pick(self.name, check, dtype, mode, target)
+        chosen = overrides.pick(user_rules, self.name, check, dtype, mode, target)
         return chosen or pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)
 
     def test(self) -> Callable[..., None]:

@@ -139,10 +139,14 @@ def isa_targets() -> list[Target]:
 
     return [IsaTarget(f"cpu:{level}", "cpu", f"host CPU, {ENV}={level} (worker process)", level=level)
             for level in lower_levels()]
+
+
 VIRTUAL_DESCRIPTION = "virtual: cpu data and kernels, cuda device rules"
+SECOND_RUN = "CUDA_VISIBLE_DEVICES= python -m conformance run --targets vcuda"
 
 
 def virtual_targets(count: int) -> list[Target]:
+    """`count` vcuda:N targets, unconditionally (discovery decides whether to offer them)."""
     return [VirtualTarget(f"vcuda:{i}", "vcuda", VIRTUAL_DESCRIPTION, virtual=True, count=count)
             for i in range(count)]
 
@@ -152,13 +156,33 @@ def default_virtual_count(real: list[Target]) -> int:
     return 2 if sum(t.is_accelerator for t in real) < 2 else 0
 
 
+def virtual_unavailable_reason() -> str | None:
+    """Why this process offers no vcuda targets, or None.
+
+    Not beside a real CUDA device: vcuda:N shares the name cuda:N with it, so library caches keyed by
+    device hand real tensors to virtual runs and back, and bindings that set the real device guard
+    fail for an index the GPU lacks.  Not where torch lacks a private API they rest on (the probe)."""
+    real_cuda = [t.name for t in _real_targets() if t.kind == "cuda"]
+    if real_cuda:
+        return (f"virtual targets are not offered beside a real CUDA device ({', '.join(real_cuda)}): vcuda:N "
+                f"would share the name cuda:N with it (library caches keyed by device would mix real and virtual "
+                f"tensors); run them as a second run without the GPU: {SECOND_RUN}")
+    from conformance.virtual import probe
+
+    return probe.unavailable_reason()
+
+
 def discover(virtual: int | None = None, isa: bool = True) -> list[Target]:
     """Every target visible to this process: cpu, its lower ISA paths, real accelerators, virtual ones.
 
-    `virtual`: how many vcuda:N targets to add (None: `default_virtual_count`).
+    `virtual`: how many vcuda:N targets to add (None: `default_virtual_count`, or none where
+    `virtual_unavailable_reason` gives a reason; asking for some then is an error saying it).
     """
     found = _real_targets()
-    count = default_virtual_count(found) if virtual is None else virtual
+    reason = virtual_unavailable_reason() if virtual != 0 else None
+    if reason is not None and virtual is not None:
+        raise TargetSelectionError(f"{virtual} virtual devices were asked for (--virtual-devices): {reason}")
+    count = 0 if reason is not None else default_virtual_count(found) if virtual is None else virtual
     return found[:1] + (isa_targets() if isa else []) + found[1:] + virtual_targets(count)
 
 
@@ -205,6 +229,9 @@ def select(text: str, available: list[Target]) -> list[Target]:
             chosen.update(t.name for t in available if isinstance(t, IsaTarget))
         elif token in {t.kind for t in available}:  # "cuda" means every cuda:N
             chosen.update(t.name for t in available if t.kind == token)
+        elif token.split(":")[0] == "vcuda" and not any(t.virtual for t in available) \
+                and (reason := virtual_unavailable_reason()) is not None:
+            raise TargetSelectionError(f"{token!r}: {reason}")
         else:
             raise TargetSelectionError(f"unknown target {token!r} (available: {names}; or 'all', 'gpu', 'vcuda', "
                                            f"'isa')")

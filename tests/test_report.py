@@ -51,7 +51,7 @@ def test_a_killed_run_without_a_summary_still_gets_a_report_marked_incomplete(tm
 
 def test_merge_puts_each_machine_in_its_own_columns(tmp_path):
     a = write_run(tmp_path / "a", outcomes=5, failures=1, target="cuda:0")
-    b = write_run(tmp_path / "b", outcomes=5, failures=1, target="cuda:0")
+    b = write_run(tmp_path / "b", outcomes=6, failures=1, target="cuda:0")  # not a copy of a (that is refused)
     index = merge_runs([a, b], tmp_path / "merged", labels=["h100-runner", HOSTILE])
     summary = json.loads((tmp_path / "merged" / "summary.json").read_text())
     assert summary["machines"] == ["h100-runner", HOSTILE]

@@ -46,7 +46,7 @@ def test_gpu_on_a_cpu_only_machine_is_an_error_not_an_empty_run():
         select("gpu", [CPU, *virtual_targets(2)])
 
 
-def test_virtual_targets_come_by_default_when_fewer_than_two_real_accelerators_exist():
+def test_virtual_targets_come_by_default_when_fewer_than_two_real_accelerators_exist(virtual_device):
     real = [t for t in discover(0) if not t.virtual]
     expected = 2 if sum(t.is_accelerator for t in real) < 2 else 0
     found = discover()

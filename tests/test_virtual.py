@@ -5,6 +5,8 @@ import torch
 from conformance.placement import PlacementLog
 from conformance.virtual import DeviceMixError, NotEmulatable, VirtualTensor, to_virtual, virtual_cuda
 
+pytestmark = pytest.mark.usefixtures("virtual_device")  # skipped where this torch fails the probe
+
 CUDA1 = torch.device("cuda:1")
 
 
@@ -116,8 +118,9 @@ def test_torch_cuda_answers_as_before_after_a_case_even_when_the_op_raised(image
 GUARDED = """
 import torch
 import torchvision.transforms.v2.functional as F
-import conformance.virtual as virtual
-virtual._real_device_count = lambda: 1  # as on a one-GPU machine: the real CUDA guard stays in place
+
+import conformance.virtual.tensor as tensor
+tensor.real_device_count = lambda: 1  # as on a one-GPU machine: the real CUDA guard stays in place
 from conformance.recipes import Recipe, materialize, to_float64
 from conformance.targets import virtual_targets
 
@@ -144,3 +147,87 @@ def test_virtual_tensors_never_reach_the_real_cuda_device_guard():
 
     done = subprocess.run([sys.executable, "-c", GUARDED], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "no guard needed" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_timeout_in_the_restore_window_cannot_leave_torch_cuda_patched(monkeypatch):
+    """The case timer is disarmed before torch.cuda is restored: a slow restore (here 0.3 s,
+    past a 0.05 s limit) finishes, and torch.cuda is the real one afterwards."""
+    import time
+
+    from conformance import calls
+    from conformance.recipes import Case, Recipe
+    from conformance.targets import virtual_targets
+    from tests.planted_ops import make_spec
+    from conformance.virtual import facade
+
+    original, restore = torch.cuda.is_available, facade._unpatch
+
+    def slow_restore() -> None:
+        time.sleep(0.3)
+        restore()
+
+    monkeypatch.setattr(facade, "_unpatch", slow_restore)
+    monkeypatch.setitem(calls._limits, "case_timeout_s", 0.05)
+    run = calls.run_op(make_spec("plus_one", lambda x, p: x + 1), torch.zeros(1, 3, 4, 4),
+                       Case("plus_one", Recipe(4, 4, batch=(1,))), virtual_targets(2)[1])
+    assert torch.cuda.is_available is original
+    assert run.error is None and not run.timed_out
+
+
+NOT_ANSWERED = {
+    "get_device_capability": lambda: torch.cuda.get_device_capability(),
+    "get_device_properties": lambda: torch.cuda.get_device_properties(0),
+    "is_bf16_supported": lambda: torch.cuda.is_bf16_supported(),
+    "Stream": lambda: torch.cuda.Stream(),
+    "Event": lambda: torch.cuda.Event(enable_timing=True),
+    "memory_allocated": lambda: torch.cuda.memory_allocated(),
+    "max_memory_allocated": lambda: torch.cuda.max_memory_allocated(),
+    "mem_get_info": lambda: torch.cuda.mem_get_info(),
+    "CUDAGraph": lambda: torch.cuda.CUDAGraph(),
+    "graph": lambda: torch.cuda.graph(None),
+    "autocast": lambda: torch.cuda.amp.autocast(),
+    "GradScaler": lambda: torch.cuda.amp.GradScaler(),
+    "stream": lambda: torch.cuda.stream(object()),  # only the current/default stream is answered
+    "record_event": lambda: torch.cuda.current_stream().record_event(),
+}
+
+
+@pytest.mark.parametrize("name", NOT_ANSWERED)
+def test_torch_cuda_calls_the_facade_does_not_answer_are_not_emulatable(name):
+    with virtual_cuda(2), pytest.raises(NotEmulatable, match=f"torch.cuda.*{name}"):
+        NOT_ANSWERED[name]()
+
+
+def test_an_op_asking_an_unanswered_torch_cuda_question_is_skipped_not_failed():
+    from conformance import calls
+    from conformance.recipes import Case, Recipe
+    from conformance.targets import virtual_targets
+    from tests.planted_ops import make_spec
+
+    def capability_dependent(x, params):
+        major, _ = torch.cuda.get_device_capability(x.device)
+        return x * major
+
+    run = calls.run_op(make_spec("cap", capability_dependent), torch.zeros(1, 3, 4, 4),
+                       Case("cap", Recipe(4, 4, batch=(1,))), virtual_targets(2)[1])
+    assert run.error is None and "get_device_capability" in run.not_emulatable
+
+
+def test_the_answered_list_answers_and_everything_is_restored_after(image):
+    before = {name: getattr(torch.cuda, name) for name in dir(torch.cuda) if not name.startswith("__")}
+    amp_before = dict(vars(torch.cuda.amp))
+    with virtual_cuda(2):
+        assert torch.cuda.is_available() and torch.cuda.is_initialized() and torch.cuda.device_count() >= 2
+        torch.cuda.init()
+        torch.cuda.set_device(1)
+        assert torch.cuda.current_device() == 1 and "virtual" in torch.cuda.get_device_name()
+        with torch.cuda.device(0):
+            assert torch.cuda.current_device() == 0
+        with torch.cuda.stream(torch.cuda.current_stream()):
+            torch.cuda.default_stream(1).synchronize()
+        torch.cuda.synchronize()
+        torch.cuda.manual_seed_all(0)
+        torch.manual_seed(0)  # calls torch.cuda.manual_seed_all
+        assert isinstance(image, torch.Tensor) and not isinstance(image, torch.cuda.Stream)
+    assert {name: getattr(torch.cuda, name) for name in before} == before
+    assert dict(vars(torch.cuda.amp)) == amp_before

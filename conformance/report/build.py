@@ -17,9 +17,11 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from conformance.report import pictures
-from conformance.results import VERDICT_ORDER, read_outcomes, safe_name, summarize, was_complete, write_atomically
+from conformance.results import (VERDICT_ORDER, RunRecords, Summarizer, attach_cases, safe_name, was_complete,
+                                 write_atomically)
 
 MAX_DETAILS = 200  # failure details with pictures; more are listed without them
+MAX_LISTED = 2000  # failure details kept at all; more are counted (memory stays bounded)
 DETAIL_VERDICTS = ("fail", "error", "known_issue")
 NOTED_CHECKS = ("unmoved",)  # their behaviour is listed in a section of its own
 PICTURE_FOLDER = "report"
@@ -73,20 +75,39 @@ def _size(worst: dict[str, Any]) -> float:
         return 0.0
 
 
-def _detail_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per (item, check, verdict): the final or replayed example, else the first kept one."""
-    chosen: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for record in records:
+class Findings:
+    """What the report shows beyond the summary, collected as records stream past: one detail per
+    (machine, item, check, verdict), the final or replayed example, else the first kept one (at most
+    MAX_LISTED; the rest are counted), and each item's first warning message."""
+
+    def __init__(self, limit: int = MAX_LISTED) -> None:
+        self.chosen: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        self.first_warning: dict[tuple[str, str], str] = {}
+        self.unlisted: set[tuple[str, str, str, str]] = set()
+        self.limit = limit
+
+    def add(self, record: dict[str, Any]) -> None:
+        if record.get("verdict") == "warning":
+            self.first_warning.setdefault((record.get("machine", ""), record["nodeid"]), record.get("message", ""))
         if record.get("kind") != "outcome" or record.get("verdict") not in DETAIL_VERDICTS:
-            continue
+            return
         if record.get("phase") == "shrink":
-            continue
+            return
         key = (record.get("machine", ""), record["nodeid"], record["check"], record["verdict"])
-        previous = chosen.get(key)
+        previous = self.chosen.get(key)
+        if previous is None and len(self.chosen) >= self.limit:
+            if len(self.unlisted) < 100 * self.limit:  # counted, not kept
+                self.unlisted.add(key)
+            return
         better = previous is None or (record.get("phase") in ("final", "replay") and previous.get("phase") == "explore")
         if better or (previous is not None and not previous.get("artifact") and record.get("artifact")):
-            chosen[key] = record
-    return sorted(chosen.values(), key=lambda r: (_rank(r["verdict"]), r["op"], r["target"], r["nodeid"], r["check"]))
+            self.chosen[key] = record
+
+    def records(self) -> list[dict[str, Any]]:
+        found = sorted(self.chosen.values(),
+                       key=lambda r: (_rank(r["verdict"]), r["op"], r["target"], r["nodeid"], r["check"]))
+        attach_cases(found)  # cases stay on disk until a shown record needs its own
+        return found
 
 
 def _peak(dtype: str) -> float:
@@ -150,9 +171,9 @@ def artifact_path(run_dir: Path, artifact: Any) -> Path | None:
     return steps[-1]
 
 
-def details(records: list[dict[str, Any]], run_dir: Path, out: Path) -> list[dict[str, Any]]:
+def details(chosen: list[dict[str, Any]], run_dir: Path, out: Path) -> list[dict[str, Any]]:
     found = []
-    for index, record in enumerate(_detail_records(records)):
+    for index, record in enumerate(chosen):
         stem = f"{index:04d}-{safe_name(record['check'], 20)}"
         detail = {
             "anchor": f"detail-{index}", "record": record,
@@ -183,12 +204,8 @@ def module_behaviours(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda g: (_rank(g["verdict"]), g["op"], g["target"], g["dtype"], g["mode"]))
 
 
-def warnings(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def warnings(summary: dict[str, Any], first: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
     """Lesser findings (verdict "warning"), one per group, with the first message seen."""
-    first: dict[tuple, str] = {}
-    for record in records:
-        if record.get("verdict") == "warning":
-            first.setdefault((record.get("machine", ""), record["nodeid"]), record.get("message", ""))
     found = []
     for group in summary["groups"]:
         if group["verdict"] == "warning":
@@ -218,23 +235,30 @@ def _template_environment() -> Environment:
 
 def build_report(run_dir: Path, *, title: str | None = None,
                  outcomes: tuple[list[dict[str, Any]], int] | None = None) -> Path:
-    """Write run_dir/index.html (and run_dir/report/*.png) from the outcome records
-    (read now, or the `read_outcomes` result the caller already has)."""
-    records, torn = outcomes if outcomes is not None else read_outcomes(run_dir)
+    """Write run_dir/index.html (and run_dir/report/*.png) from the outcome records, streamed from
+    disk (or the `read_outcomes` result the caller already has): memory follows the groups and
+    the failures shown, not the passing examples."""
     complete = was_complete(run_dir)
     environments = _environments(run_dir)
-    summary = summarize(records, environments[0] if environments else None, torn=torn, complete=complete)
+    summarizer, findings = Summarizer(), Findings()
+    records = outcomes[0] if outcomes is not None else RunRecords(run_dir, cases=False)
+    for record in records:
+        summarizer.add(record)
+        findings.add(record)
+    torn = outcomes[1] if outcomes is not None else records.torn  # type: ignore[union-attr]
+    summary = summarizer.summary(environments[0] if environments else None, torn=torn, complete=complete)
     out = run_dir / PICTURE_FOLDER
     if out.is_symlink() or out.is_file():  # never write pictures through a link into another folder
         out.unlink()
     shutil.rmtree(out, ignore_errors=True)
     model = matrix(summary, environments)
-    found = details(records, run_dir, out)
+    found = details(findings.records(), run_dir, out)
     _link_cells(model, found)
     html = _template_environment().get_template("index.html.j2").render(
         title=title or run_dir.name, summary=summary, matrix=model, details=found, environments=environments,
-        max_details=MAX_DETAILS, modules=module_behaviours(summary), warnings=warnings(summary, records),
-        changed=baseline_changes(summary), compared_with_baseline=any(g["check"] == "baseline" for g in summary["groups"]),
+        max_details=MAX_DETAILS, unlisted=len(findings.unlisted), modules=module_behaviours(summary),
+        warnings=warnings(summary, findings.first_warning), changed=baseline_changes(summary),
+        compared_with_baseline=any(g["check"] == "baseline" for g in summary["groups"]),
         timing_charts=_timing_charts(run_dir))
     index = run_dir / "index.html"
     write_atomically(index, html)

@@ -1,17 +1,22 @@
 """Combine runs from several machines (an H100 runner, an A100 runner, a CPU runner)
-into one run folder whose matrix has a column per machine and target."""
+into one run folder whose matrix has a column per machine and target.
+
+Records are streamed from each run into the merged folder, never held all at once.  The same
+run given twice (or a copy of it) is refused: every example would count twice.
+"""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 
 from conformance.report.build import build_report
-from conformance.results import json_safe, read_outcomes, safe_name, summarize
+from conformance.results import RunRecords, json_safe, safe_name, was_complete, write_summary
 
 
 class MergeError(ValueError):
-    """Inputs that cannot be merged: not run folders, an existing output, mismatched labels."""
+    """Inputs that cannot be merged: not run folders, an existing output, mismatched labels, duplicates."""
 
 
 def _machine(run_dir: Path) -> str:
@@ -33,6 +38,39 @@ def _labels(run_dirs: list[Path], labels: list[str] | None) -> list[str]:
     return chosen
 
 
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fingerprints(run_dir: Path) -> tuple[set[str], str]:
+    """Digests of the run's non-empty outcome files, and of its environment files together."""
+    files = {_digest(p) for p in sorted((run_dir / "outcomes").glob("*.jsonl")) if p.stat().st_size}
+    environment = hashlib.sha256(b"".join(_digest(p).encode() for p in sorted((run_dir / "environment").glob("*.json"))))
+    return files, environment.hexdigest()
+
+
+def check_duplicates(run_dirs: list[Path]) -> None:
+    """Refuse one run named twice, or two runs sharing an outcome file byte for byte from the same
+    environment (a copy of a run): records carry their process id, so two real runs never do."""
+    seen: dict[Path, Path] = {}
+    prints: list[tuple[Path, set[str], str]] = []
+    for run_dir in run_dirs:
+        real = run_dir.resolve()
+        if real in seen:
+            raise MergeError(f"{run_dir} is given twice (as {seen[real]}): its examples would count twice")
+        seen[real] = run_dir
+        files, environment = _fingerprints(run_dir)
+        for other, other_files, other_environment in prints:
+            if files & other_files and environment == other_environment:
+                raise MergeError(f"{run_dir} and {other} hold the same records (a copy of one run): "
+                                 f"merging them would count every example twice")
+        prints.append((run_dir, files, environment))
+
+
 def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None) -> Path:
     """Write the merged run to `out` (summary.json, outcomes, artifacts, index.html)."""
     for run_dir in run_dirs:
@@ -40,14 +78,13 @@ def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None)
             raise MergeError(f"{run_dir} has no outcomes/ folder (not a run folder)")
     if out.exists() and any(out.iterdir()):
         raise MergeError(f"{out} exists and is not empty; choose a new folder")
+    check_duplicates(run_dirs)
     names = _labels(run_dirs, labels)
-    all_records, environments, complete, torn_total = [], [], True, 0
+    complete, torn_total = True, 0
     for run_dir, label in zip(run_dirs, names):
         tag = safe_name(label, 60)
-        records, torn = read_outcomes(run_dir)
-        torn_total += torn
-        summary_path = run_dir / "summary.json"
-        complete = complete and summary_path.is_file() and json.loads(summary_path.read_text()).get("complete", False)
+        records = RunRecords(run_dir)
+        complete = complete and was_complete(run_dir)
         (out / "outcomes").mkdir(parents=True, exist_ok=True)
         with open(out / "outcomes" / f"{tag}.jsonl", "w", encoding="utf-8") as stream:
             for record in records:
@@ -55,14 +92,14 @@ def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None)
                 if record.get("artifact"):
                     record["artifact"] = _copy_artifact(run_dir, record["artifact"], out, tag)
                 stream.write(json.dumps(json_safe(record), separators=(",", ":")) + "\n")
-        all_records += records
+        torn_total += records.torn
         for path in sorted((run_dir / "environment").glob("*.json"))[:1]:
             env = json.loads(path.read_text(encoding="utf-8")) | {"machine_label": label}
             (out / "environment").mkdir(exist_ok=True)
             (out / "environment" / f"{tag}.json").write_text(json.dumps(env, indent=1), encoding="utf-8")
-            environments.append(env)
-    summary = summarize(all_records, environments[0] if environments else None, torn=torn_total, complete=complete)
+    summary = write_summary(out, complete=complete)  # streamed from the merged files
     summary["machines"] = names
+    summary["torn_lines"] = torn_total  # lines torn in the inputs (the merged files have none)
     (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=1), encoding="utf-8")
     return build_report(out, title="merged: " + ", ".join(names))
 
