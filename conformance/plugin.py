@@ -172,6 +172,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if run.replay is not None and collected and run.replay.op not in collected:
         raise pytest.UsageError(f"--replay: the case is for op {run.replay.op!r}, which none of the selected tests "
                                 f"runs ({', '.join(sorted(collected))})")
+    _check_tolerance_rules(session.config, run, collected)
     baseline = run.shared.baseline
     if baseline is None:
         return
@@ -180,6 +181,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         raise pytest.UsageError(f"--baseline {baseline.folder.parent}: it holds ops {', '.join(sorted(recorded))}, "
                                 f"none of which this run collects ({', '.join(sorted(collected))}): a baseline from "
                                 f"another op set")
+
+
+def _check_tolerance_rules(config: pytest.Config, run: Any, collected: set[str]) -> None:
+    """A --tolerances rule whose op pattern matches no collected op is a typo, not a policy: a usage
+    error (on a -k/-m/node-id selection, which may leave its op out, a warning)."""
+    import fnmatch
+    import warnings
+
+    unmatched = [f"{rule.tolerance.name!r} (op {pattern!r})" for pattern, rule in run.cfg.overrides
+                 if collected and not any(fnmatch.fnmatchcase(op, pattern) for op in collected)]
+    if not unmatched:
+        return
+    message = (f"--tolerances: rule {', '.join(unmatched)} matches none of the collected ops "
+               f"({', '.join(sorted(collected))})")
+    if config.option.keyword or config.option.markexpr or any("::" in a for a in config.args):
+        warnings.warn(pytest.PytestWarning(message))
+    else:
+        raise pytest.UsageError(message)
 
 
 def _is_conformance_failure(exc: BaseException) -> bool:
