@@ -265,7 +265,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     run = _run(pyfuncitem.config)
     cases = run.plan()
     if cases is None and run.sources.saved_from is not None:
-        pytest.skip(f"{run.sources.saved_from} has no cases for this item")
+        option = "--cases-from" if run.cfg.cases_from is not None else "--baseline"
+        pytest.skip(f"{option} {run.sources.saved_from} has no cases for this item")
     if cases is None:
         return None
     failure = run.run_plan(cases)
