@@ -8,6 +8,7 @@ a typo, not a scope: it would silently match nothing, so the item says so.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from conformance import known_issues as ki
 from conformance.item_ids import parse_item_id
@@ -52,12 +53,13 @@ class IssueBook:
         self._announced.update(i.id for i in new)
         return new
 
-    def learn_order(self, nodeids: list[str]) -> None:
-        """The session's items in run order, once: strictness is judged at a cell's last item."""
+    def learn_order(self, items: list[Any]) -> None:
+        """The session's items (pytest items) in run order, read once: strictness is judged at a
+        cell's last item.  Called at every item's start, so it returns at once after the first."""
         if self._cells is not None:
             return
         self._cells = {}
-        for nodeid in nodeids:
+        for nodeid in (item.nodeid for item in items):
             found = cell_of(nodeid)
             if found is not None:
                 self._cells.setdefault(found[0], []).append((nodeid, found[1]))

@@ -128,7 +128,7 @@ class ConformanceRun:
         applicable = [i for i in issues if i.applies_to(spec.name, target, dtype, mode, check)]
         self.item = ItemState(item.nodeid, item.originalname, spec, self.targets[target], dtype, mode, check,
                               applicable, plan_key=variant_key(item.nodeid, item.originalname, dtype, mode))
-        self.issues.learn_order([other.nodeid for other in item.session.items])
+        self.issues.learn_order(item.session.items)  # once per session: the run order of every item
         self.records.item_started(item.nodeid, {i.id: i.to_dict() for i in self.issues.first_seen(issues)},
                                   [i.id for i in applicable])
 
