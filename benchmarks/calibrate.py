@@ -109,6 +109,7 @@ def sweep(spec: OpSpec, dtype: str, mode: str, targets, issues: list[KnownIssue]
           seed_value: int) -> dict[str, Cell]:
     cells: dict[str, Cell] = defaultdict(Cell)
     shared = SharedCases(max_bytes=64 * 2**20)
+    targets = [target for target in targets if spec.runs_on(target)]  # a host library: the cpu only
     checks = {target.name: [c.name for c in applicable(spec, target, mode)] for target in targets}
     scoped = {(target.name, check): [i for i in issues if i.applies_to(spec.name, target.name, dtype, mode, check)]
               for target in targets for check in checks[target.name]}

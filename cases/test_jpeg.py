@@ -1,11 +1,13 @@
-"""JPEG: torchvision `encode_jpeg` / `decode_jpeg` / v2 `jpeg`, kornia `jpeg_codec_differentiable`
-and `RandomJPEG`.
+"""JPEG: decode and encode through torchvision.io, TorchCodec and OpenCV (one operation each, so the
+libraries are compared on the same bytes and images), torchvision v2 `jpeg`, kornia
+`jpeg_codec_differentiable` and `RandomJPEG`.
 
 Reference: Pillow (libjpeg) encoding and decoding at the same quality.  Codecs that wrap
 libjpeg must agree with it almost exactly; kornia's differentiable codec is an
 approximation held to a PSNR floor against it.  Every lossy op also gets a "fidelity"
 check: its PSNR against the original may be at most a margin below Pillow's.
-On CUDA torchvision uses nvjpeg, which a virtual device cannot emulate (those items skip).
+On CUDA torchvision and TorchCodec use nvJPEG, which a virtual device cannot emulate (those items
+skip); OpenCV is a host library (cpu items only).
 Numbers: docs/tolerances.md, measured with benchmarks/calibrate.py.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from conformance import ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes, versions
+from conformance.operations import OPENCV, TORCHCODEC, TVIO, Implementation, Operation, keywords
 from conformance.recipes import CONTENTS, Case
 
 CHANNELS = {"gray": 1, "rgb": 3}
@@ -107,32 +110,138 @@ def _v2_jpeg(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
     return F.jpeg(image, params["quality"])
 
 
-def _encode_with_torchvision(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-    """torchvision encodes, Pillow decodes: isolates the encoder."""
-    import torchvision.io
+JPEG_V2 = _torchvision_spec("jpeg_v2", "torchvision.transforms.v2.functional.jpeg", _v2_jpeg,
+                            mode_recipes=partial(jpeg_recipes, batch_dims=(0, 2)),
+                            needs=("torchvision.transforms.v2.functional.jpeg",))
 
-    data = torchvision.io.encode_jpeg(image, quality=params["quality"])
-    return torch.from_numpy(pillow_decode(bytes(data.cpu().numpy())).astype(np.uint8))
+
+# -- decode and encode, through torchvision.io, TorchCodec and OpenCV ----------------------------
+@lru_cache(maxsize=None)
+def torchcodec_codecs() -> str | None:
+    """TorchCodec's image codecs are compiled against one torch; another torch may fail to load them."""
+    try:
+        from torchcodec.encoders import JpegEncoder
+
+        JpegEncoder(torch.zeros(1, 8, 8, dtype=torch.uint8)).to_tensor()
+    except Exception as exc:  # noqa: BLE001 - any failure means the codecs are not there to test
+        return (f"torchcodec {versions.version_of('torchcodec')}'s image codecs do not load with torch "
+                f"{versions.version_of('torch')}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+    return None
+
+
+@st.composite
+def decode_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
+    """The quality Pillow encodes at, and the read mode (UNCHANGED keeps the JPEG's channels)."""
+    return {"quality": draw(st.integers(1, 100), label="quality"), "read_mode": "UNCHANGED"}
+
+
+def decode_reference(image: np.ndarray, case: Case) -> np.ndarray:
+    """Pillow's decode of Pillow's bytes; read mode RGB gives a grey JPEG three equal channels."""
+    decoded = pillow_round_trip(image, case.params["quality"])
+    return np.repeat(decoded, 3, axis=-3) if case.params.get("read_mode") == "RGB" and decoded.shape[-3] == 1 else decoded
+
+
+def _pillow_bytes(image: torch.Tensor, params: dict[str, Any]) -> bytes:
+    return pillow_encode(image.cpu().double().numpy(), params["quality"])
 
 
 def _decode_with_torchvision(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
     """Pillow encodes, torchvision decodes on the image's device: isolates the decoder."""
     import torchvision.io
 
-    data = pillow_encode(image.cpu().double().numpy(), params["quality"])
-    encoded = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    return torchvision.io.decode_jpeg(encoded, mode=torchvision.io.ImageReadMode.UNCHANGED, device=image.device)
+    encoded = torch.frombuffer(bytearray(_pillow_bytes(image, params)), dtype=torch.uint8)
+    read = keywords(params, read_mode=("mode", lambda m: getattr(torchvision.io.ImageReadMode, m)))
+    return torchvision.io.decode_jpeg(encoded, device=image.device, **read)
 
 
-JPEG_V2 = _torchvision_spec("jpeg_v2", "torchvision.transforms.v2.functional.jpeg", _v2_jpeg,
-                            mode_recipes=partial(jpeg_recipes, batch_dims=(0, 2)),
-                            needs=("torchvision.transforms.v2.functional.jpeg",))
-ENCODE_JPEG = _torchvision_spec("encode_jpeg_tv", "torchvision.io.encode_jpeg (decoded by Pillow)",
-                                _encode_with_torchvision, mode_recipes=partial(jpeg_recipes, batch_dims=(0, 0)),
-                                timing_batched=False, host_output="the encoded bytes are decoded on the host")
-DECODE_JPEG = _torchvision_spec("decode_jpeg_tv", "torchvision.io.decode_jpeg of Pillow's bytes",
-                                _decode_with_torchvision, mode_recipes=partial(jpeg_recipes, batch_dims=(0, 0)),
-                                timing_batched=False, host_transfers="the image is encoded by Pillow on the host")
+def _decode_with_torchcodec(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    from torchcodec.decoders import decode_jpeg
+
+    encoded = torch.frombuffer(bytearray(_pillow_bytes(image, params)), dtype=torch.uint8)
+    return decode_jpeg(encoded, device=str(image.device), **keywords(params, read_mode="mode"))
+
+
+def _decode_with_opencv(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    """OpenCV returns blue-green-red: its documented channel order, mapped back to RGB here.  Its
+    default read flag (IMREAD_COLOR) gives three channels: "RGB" in the operation's terms."""
+    import cv2
+
+    flag = cv2.IMREAD_UNCHANGED if params.get("read_mode", "RGB") == "UNCHANGED" else cv2.IMREAD_COLOR
+    decoded = cv2.imdecode(np.frombuffer(_pillow_bytes(image, params), np.uint8), flag)
+    decoded = decoded[..., None] if decoded.ndim == 2 else decoded[..., ::-1]
+    return torch.from_numpy(np.ascontiguousarray(decoded.transpose(2, 0, 1)))
+
+
+def _encoded_then_pillow(data: bytes) -> torch.Tensor:
+    return torch.from_numpy(pillow_decode(data).astype(np.uint8))
+
+
+def _encode_with_torchvision(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    """torchvision encodes, Pillow decodes: isolates the encoder."""
+    import torchvision.io
+
+    return _encoded_then_pillow(bytes(torchvision.io.encode_jpeg(image, **keywords(params, quality=None)).cpu().numpy()))
+
+
+def _encode_with_torchcodec(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    from torchcodec.encoders import JpegEncoder
+
+    return _encoded_then_pillow(bytes(JpegEncoder(image).to_tensor(**keywords(params, quality=None)).cpu().numpy()))
+
+
+def _encode_with_opencv(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    """OpenCV encodes blue-green-red: the RGB image is handed over in that order."""
+    import cv2
+
+    pixels = image.cpu().numpy().transpose(1, 2, 0)
+    pixels = pixels[..., 0] if pixels.shape[2] == 1 else np.ascontiguousarray(pixels[..., ::-1])
+    options = [cv2.IMWRITE_JPEG_QUALITY, params["quality"]] if "quality" in params else []
+    ok, data = cv2.imencode(".jpg", pixels, options)
+    if not ok:
+        raise RuntimeError("cv2.imencode returned False")
+    return _encoded_then_pillow(data.tobytes())
+
+
+TORCHCODEC_CUDA = "TorchCodec runs JPEG on CUDA devices with nvJPEG"
+CODEC_SPEC = {"fidelity": FIDELITY, "keeps_memory_format": False, "timing": jpeg_timing, "timing_batched": False,
+              "mode_recipes": partial(jpeg_recipes, batch_dims=(0, 0))}
+DECODE_HOST = "the image is encoded by Pillow on the host"
+ENCODE_HOST = "the encoded bytes are decoded on the host"
+HOST_LIBRARY = "OpenCV's codecs work on host memory"
+TORCHVISION_CODECS = {"needs_real_device": NVJPEG, "precondition": torchvision_codecs}
+TORCHCODEC_CODECS = {"needs_real_device": TORCHCODEC_CUDA, "precondition": torchcodec_codecs}
+
+DECODE_OPERATION = Operation(
+    name="decode_jpeg", description="decode Pillow's JPEG bytes of the case's image",
+    reference=decode_reference, params=decode_params, dtypes=("uint8",), modes=tuple(CHANNELS), tolerances=LIBJPEG,
+    optional=lambda mode: ("read_mode",) if mode == "rgb" else (),  # a grey JPEG read as RGB has another shape
+    spec=CODEC_SPEC | {"host_transfers": DECODE_HOST},
+    implementations=[
+        Implementation(library=TVIO, name="decode_jpeg_tv", call=_decode_with_torchvision,
+                       defaults={"read_mode": "UNCHANGED"}, spec=TORCHVISION_CODECS,
+                       description="torchvision.io.decode_jpeg of Pillow's bytes"),
+        Implementation(library=TORCHCODEC, call=_decode_with_torchcodec, defaults={"read_mode": "RGB"},
+                       spec=TORCHCODEC_CODECS | {"needs": ("torchcodec.decoders.decode_jpeg",)},
+                       description="torchcodec.decoders.decode_jpeg of Pillow's bytes"),
+        Implementation(library=OPENCV, call=_decode_with_opencv, defaults={"read_mode": "RGB"}, host_only=HOST_LIBRARY,
+                       spec={"needs": ("cv2.imdecode",)}, description="cv2.imdecode of Pillow's bytes"),
+    ])
+ENCODE_OPERATION = Operation(
+    name="encode_jpeg", description="encode the case's image at a quality (decoded by Pillow)",
+    reference=jpeg_reference, params=quality, dtypes=("uint8",), modes=tuple(CHANNELS), tolerances=LIBJPEG,
+    optional=("quality",), spec=CODEC_SPEC | {"host_output": ENCODE_HOST},
+    implementations=[
+        # torchvision and TorchCodec document quality=75; OpenCV documents IMWRITE_JPEG_QUALITY=95
+        Implementation(library=TVIO, name="encode_jpeg_tv", call=_encode_with_torchvision, defaults={"quality": 75},
+                       spec=TORCHVISION_CODECS, description="torchvision.io.encode_jpeg (decoded by Pillow)"),
+        Implementation(library=TORCHCODEC, call=_encode_with_torchcodec, defaults={"quality": 75},
+                       spec=TORCHCODEC_CODECS | {"needs": ("torchcodec.encoders.JpegEncoder",)},
+                       description="torchcodec.encoders.JpegEncoder (decoded by Pillow)"),
+        Implementation(library=OPENCV, call=_encode_with_opencv, defaults={"quality": 95}, host_only=HOST_LIBRARY,
+                       spec={"needs": ("cv2.imencode",)}, description="cv2.imencode (decoded by Pillow)"),
+    ])
+DECODE_JPEG, DECODE_JPEG_TORCHCODEC, DECODE_JPEG_OPENCV = DECODE_OPERATION.specs()
+ENCODE_JPEG, ENCODE_JPEG_TORCHCODEC, ENCODE_JPEG_OPENCV = ENCODE_OPERATION.specs()
 
 
 # -- kornia: float images in [0, 1], (B, 3, H, W) -------------------------------------------------
@@ -205,7 +314,7 @@ def _random_jpeg(quality: int) -> torch.nn.Module:
 
 
 test_jpeg_v2 = JPEG_V2.test()
-test_encode_jpeg_tv = ENCODE_JPEG.test()
-test_decode_jpeg_tv = DECODE_JPEG.test()
+globals().update(ENCODE_OPERATION.tests())
+globals().update(DECODE_OPERATION.tests())
 test_jpeg_kornia_differentiable = JPEG_KORNIA.test()
 test_random_jpeg_kornia = RANDOM_JPEG_KORNIA.test()

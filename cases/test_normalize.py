@@ -20,7 +20,8 @@ import torchvision.transforms.v2 as T_v2
 import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
-from conformance import ExpectedError, ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
+from conformance import ModuleOp, Recipe, Rule, Tolerance, image_recipes
+from conformance.operations import KORNIA, TV1, TV2, Implementation, Operation
 from conformance.recipes import Case
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
@@ -87,15 +88,6 @@ VARIANTS = [(dtype, "valid") for dtype in FLOATS] + [("float32", "std-zero"), ("
                                                       ("uint8", "integer-input")]
 
 
-def _spec(name: str, description: str, raises: dict[str, type[Exception]], batch_dims=(0, 2), **how: Any) -> OpSpec:
-    return OpSpec(
-        name=name, description=description, reference=normalize_reference, dtypes=FLOATS, modes=("valid",),
-        params=normalize_params, tolerances=TOLERANCES, recipes=partial(normalize_recipes, batch_dims=batch_dims),
-        variants=[v for v in VARIANTS if v[1] == "valid" or v[1] in raises],
-        error_modes={mode: ExpectedError(INVALID[mode], raises=cls) for mode, cls in raises.items()},
-        timing=normalize_timing, **how)
-
-
 def _kornia_normalize(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
     """kornia takes mean/std tensors, which a user builds once; filled on the device here, so the adapter
     itself copies nothing from the host on each call (that would be reported as a constant upload)."""
@@ -105,21 +97,28 @@ def _kornia_normalize(image: torch.Tensor, params: dict[str, Any]) -> torch.Tens
     return kornia.enhance.normalize(image, on_device(params["mean"]), on_device(params["std"]))
 
 
-NORMALIZE = _spec("normalize_v2", "torchvision.transforms.v2.functional.normalize", TORCHVISION_RAISES,
-                  needs=("torchvision.transforms.v2.functional.normalize",),
-                  call=lambda image, params: F_v2.normalize(image, params["mean"], params["std"]))
-NORMALIZE_MODULE = _spec("normalize_v2_module", "torchvision.transforms.v2.Normalize", TORCHVISION_RAISES,
-                         needs=("torchvision.transforms.v2.Normalize",),
-                         module=ModuleOp(build=lambda params: T_v2.Normalize(params["mean"], params["std"]),
-                                         unmoved="works"))  # it holds no tensors
-NORMALIZE_V1 = _spec("normalize_v1", "torchvision.transforms.functional.normalize (v1)", TORCHVISION_RAISES,
-                     call=lambda image, params: F_v1.normalize(image, params["mean"], params["std"]))
-# kornia documents (B, C, *) input and a channel-count check only; a zero std divides,
-# and integers promote to float.
-NORMALIZE_KORNIA = _spec("normalize_kornia", "kornia.enhance.normalize", KORNIA_RAISES, batch_dims=(1, 1),
-                         call=_kornia_normalize, needs=("kornia.enhance.normalize",))
-
-test_normalize_v2 = NORMALIZE.test()
-test_normalize_v2_module = NORMALIZE_MODULE.test()
-test_normalize_v1 = NORMALIZE_V1.test()
-test_normalize_kornia = NORMALIZE_KORNIA.test()
+NORMALIZE_OPERATION = Operation(
+    name="normalize", description="(x - mean) / std per channel", reference=normalize_reference,
+    params=normalize_params, dtypes=FLOATS, modes=("valid",), invalid=INVALID, variants=VARIANTS,
+    tolerances=TOLERANCES, recipes=normalize_recipes, spec={"timing": normalize_timing},
+    implementations=[
+        Implementation(library=TV2, name="normalize_v2", raises=TORCHVISION_RAISES,
+                       call=lambda image, params: F_v2.normalize(image, params["mean"], params["std"]),
+                       description="torchvision.transforms.v2.functional.normalize",
+                       spec={"needs": ("torchvision.transforms.v2.functional.normalize",)}),
+        Implementation(library=TV2, name="normalize_v2_module", raises=TORCHVISION_RAISES,
+                       module=ModuleOp(build=lambda params: T_v2.Normalize(params["mean"], params["std"]),
+                                       unmoved="works"),  # it holds no tensors
+                       description="torchvision.transforms.v2.Normalize",
+                       spec={"needs": ("torchvision.transforms.v2.Normalize",)}),
+        Implementation(library=TV1, name="normalize_v1", raises=TORCHVISION_RAISES,
+                       call=lambda image, params: F_v1.normalize(image, params["mean"], params["std"]),
+                       description="torchvision.transforms.functional.normalize (v1)"),
+        # kornia documents (B, C, *) input and a channel-count check only; a zero std divides,
+        # and integers promote to float.
+        Implementation(library=KORNIA, name="normalize_kornia", raises=KORNIA_RAISES, call=_kornia_normalize,
+                       recipes=partial(normalize_recipes, batch_dims=(1, 1)),
+                       description="kornia.enhance.normalize", spec={"needs": ("kornia.enhance.normalize",)}),
+    ])
+NORMALIZE, NORMALIZE_MODULE, NORMALIZE_V1, NORMALIZE_KORNIA = NORMALIZE_OPERATION.specs()
+globals().update(NORMALIZE_OPERATION.tests())

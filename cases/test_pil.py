@@ -1,4 +1,4 @@
-"""Tensor <-> PIL conversion, and `to_dtype(..., scale=True)`.
+"""Tensor <-> PIL conversion (`to_dtype` moved to cases/test_dtype.py, with the other dtype conversions).
 
 Tensor -> PIL (v2 `to_pil_image` and `ToPILImage`, v1 `to_pil_image`) on every target: an
 accelerator tensor must convert exactly like its CPU copy.  Reference: the documented
@@ -8,7 +8,6 @@ PIL -> tensor (`pil_to_tensor`, `ToImage`, v1 `to_tensor`) as round trips, which
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
 from conformance import ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
-from conformance.recipes import CONTENTS, Case
+from conformance.recipes import Case
 
 PIL_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "F": 1}
 UINT8_MODES = ("L", "LA", "RGB", "RGBA")
@@ -116,32 +115,6 @@ TO_TENSOR_V1 = _round_trip_spec(
                                       "value; measured max 3.0e-8 over 300 cases per mode"))])
 
 
-# -- to_dtype(..., scale=True), on every target ----------------------------------------------------
-def to_dtype_reference(image: np.ndarray, case: Case) -> np.ndarray:
-    return image / 255 if case.recipe.dtype == "uint8" else saved_like_save_image(image)
-
-
-TO_DTYPE_V2 = OpSpec(
-    name="to_dtype_v2", description="torchvision.transforms.v2.functional.to_dtype(..., scale=True)",
-    needs=("torchvision.transforms.v2.functional.to_dtype",),
-    call=lambda image, params: F_v2.to_dtype(image, torch.float32 if image.dtype == torch.uint8 else torch.uint8,
-                                             scale=True),
-    reference=to_dtype_reference, dtypes=("uint8", "float32"), modes=("scale",),
-    params=lambda recipe, mode: st.just({}),
-    timing=lambda recipe, mode: {},
-    # to_dtype documents inputs in [0, 1]: out-of-range floats are not drawn for it.
-    recipes=partial(image_recipes, max_side=64, contents=[c for c in CONTENTS if c != "out_of_range"]),
-    output_dtype=lambda case: "float32" if case.recipe.dtype == "uint8" else "uint8",
-    tolerances=[
-        Rule(Tolerance("uint8-equal-bins", atol=1,
-                       reason="float -> uint8 maps [0, 1] onto 256 equal bins (x * 255.999, truncated), which is "
-                              "at most one level from rounding x * 255; measured max 1"), dtype="float32"),
-        Rule(Tolerance("float32-division", atol=1.2e-7, rtol=0,
-                       reason="k * (1/255) in float32: within one ulp of k / 255; measured max 7.4e-8"),
-             dtype="uint8"),
-    ],
-)
-
 test_to_pil_image_v2 = TO_PIL_V2.test()
 test_to_pil_image_v2_module = TO_PIL_V2_MODULE.test()
 test_to_pil_image_v1 = TO_PIL_V1.test()
@@ -149,4 +122,3 @@ test_pil_to_tensor_v2 = PIL_TO_TENSOR_V2.test()
 test_to_image_v2 = TO_IMAGE_V2.test()
 test_pil_to_tensor_v1 = PIL_TO_TENSOR_V1.test()
 test_to_tensor_v1 = TO_TENSOR_V1.test()
-test_to_dtype_v2 = TO_DTYPE_V2.test()

@@ -8,7 +8,7 @@ comparison and for saying which side diverges.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -76,6 +76,14 @@ class CaseContext:
     def cpu(self) -> "CaseContext | None":
         """The same case on the cpu, for accelerators (None on the cpu itself)."""
         return self.shared.context(self.spec, self.case, CPU, self.mode) if self.target.compared_with_cpu else None
+
+    @cached_property
+    def peers(self) -> tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]]:
+        """The cross-library measurement against the operation's earlier implementations, and their
+        outputs (conformance.checks.peers)."""
+        from conformance.checks.peers import measure_peers
+
+        return measure_peers(self)
 
     def tolerance(self, check: str):
         """Tolerances are keyed by the test item's dtype (the input's), mode and target."""

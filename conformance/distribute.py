@@ -1,7 +1,8 @@
 """pytest-xdist integration: which items share a worker, each worker's share of the cores,
 and surviving a worker that dies.
 
-Grouped by variant, one worker runs an op/dtype/mode on every target, so hypothesis draws its
+Grouped by variant, one worker runs a case module's dtype/mode on every target (every op of the
+module: the implementations of one operation share their drawn cases), so hypothesis draws the
 cases once and the input, reference and cpu output are computed once; grouped by target, a
 worker keeps to one device (several real GPUs).  Groups are read from the test ids by the
 plugin's scheduler.  `-n N` alone means xdist's "load", which ignores groups, so "loadgroup"
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conformance.item_ids import parse_item_id, variant_key
+from conformance.item_ids import parse_item_id, worker_group
 
 
 def group_by(chosen: str, targets: list[Any]) -> str:
@@ -94,7 +95,7 @@ def group_of(nodeid: str, targets: Any, by: str) -> str | None:
     parsed = parse_item_id(nodeid)
     if parsed is None or parsed.target not in targets:
         return None
-    return parsed.target if by == "target" else "::".join(variant_key(nodeid, parsed.test, parsed.dtype, parsed.mode))
+    return parsed.target if by == "target" else "::".join(worker_group(nodeid, parsed.dtype, parsed.mode))
 
 
 def _group_scheduling(cfg: Any):

@@ -37,3 +37,9 @@ def parse_item_id(nodeid: str) -> ItemId | None:
 def variant_key(nodeid: str, test: str, dtype: str, mode: str) -> tuple[str, str, str, str]:
     """Which items share drawn cases, inputs and references: one module's test, dtype and mode, any target."""
     return nodeid.split("::")[0], test, dtype, mode
+
+
+def worker_group(nodeid: str, dtype: str, mode: str) -> tuple[str, str, str]:
+    """Which items one pytest-xdist worker runs together: a case module's variant, every op and target,
+    so the implementations of one operation (separate tests) check the same drawn cases in one worker."""
+    return nodeid.split("::")[0], dtype, mode

@@ -156,10 +156,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         pytest.param(target, dtype, mode, check.name, id=item_params_id(target, dtype, mode, check.name),
                      marks=marks(target))
         for dtype, mode in spec.variant_pairs()
-        for target in run.targets
+        for target in run.targets if spec.runs_on(run.targets[target])
         for check in applicable(spec, run.targets[target], mode, run.options)
     ]
     metafunc.parametrize(("target", "dtype", "mode", "check"), params)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The items of one operation's implementations run together, variant by variant, so each
+    library checks the cases the first one drew while its inputs and outputs are still cached."""
+    from conformance.ordering import operation_order
+
+    slots = [n for n, item in enumerate(items) if _spec_of(item) is not None]
+    if slots:
+        ordered = operation_order([items[n] for n in slots], _spec_of)
+        for slot, item in zip(slots, ordered):
+            items[slot] = item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

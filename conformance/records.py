@@ -6,7 +6,10 @@ Kinds (one JSON object per line in outcomes/<worker>.jsonl; read back by conform
 - outcome:  an item-level verdict (skip, stale known issue, too often), a resource outcome
             (the case's input could not be allocated), or a crash (the worker died in the item);
 - item_end: the item finished (one started and not ended was interrupted);
-- case_started: the case an item is about to check (the one that killed a worker, if it dies).
+- case_started: the case an item is about to check (the one that killed a worker, if it dies);
+- operation: an operation and its implementations (libraries, documented defaults), once per worker;
+- worst:    an operation implementation's reference item: its worst case against the reference or
+            against another library, with the arrays (a window) for the cross-library page.
 """
 from __future__ import annotations
 
@@ -56,6 +59,16 @@ class RecordWriter:
     def case_started(self, nodeid: str, case_json: str) -> None:
         """Before the op runs: if the process dies, the controller names this case in the crash record."""
         self.store.append({"kind": "case_started", "nodeid": nodeid, "worker": self.worker, "case": case_json})
+
+    def operation(self, description: dict[str, Any]) -> None:
+        """An operation and its implementations (libraries, documented defaults), once per worker."""
+        self.store.append({"kind": "operation", "worker": self.worker, "operation": description})
+
+    def worst(self, base: dict[str, Any], nodeid: str, check: str, against: str, value: float, case_json: str,
+              artifact: str, extra: dict[str, Any]) -> None:
+        """An item's worst case against the reference or one other library (the cross-library page)."""
+        self.store.append(base | extra | {"kind": "worst", "nodeid": nodeid, "check": check, "against": against,
+                                          "max_abs": value, "artifact": artifact}, encoded={"case": case_json})
 
     def item_verdict(self, base: dict[str, Any], nodeid: str, check: str, verdict: str, message: str) -> None:
         self.store.append(base | {"kind": "outcome", "nodeid": nodeid, "check": check, "verdict": verdict,

@@ -9,6 +9,7 @@ records go through `RecordWriter`; pytest hooks live in plugin.py.
 """
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import warnings
 from collections import Counter
@@ -33,6 +34,7 @@ from conformance.records import RecordWriter
 from conformance.results import check_entry
 from conformance.spec import OpSpec
 from conformance.targets import Target
+from conformance.worst import WorstCases
 
 __all__ = ["ConformanceFailure", "ConformanceRun", "ConformanceWarning"]
 
@@ -60,9 +62,11 @@ class ItemState:
     failure_seen: bool = False
     examples: int = 0
     plan_key: tuple[str, ...] = ()
+    shared_key: tuple[str, ...] | None = None  # an operation's cases, shared by its implementations
     drawn: list[Case] = field(default_factory=list)  # hypothesis' generated cases, in order, once each
     settled: set[str] = field(default_factory=set)  # cases already checked without an unexpected failure
     source: str = "hypothesis"  # "plan": replaying another item's cases; "shrink": hypothesis after that
+    worst: WorstCases | None = None  # an operation implementation's reference item: its worst cases
 
     @property
     def where(self) -> str:
@@ -103,6 +107,7 @@ class ConformanceRun:
             self.recorder = OutputRecorder(folder, cfg.worker)
         self.item: ItemState | None = None
         self.narrowed: dict[str, str] = {}  # op -> why its inputs are narrowed for the imported library
+        self.operations_recorded: set[str] = set()
         set_case_timeout(cfg.case_timeout_s)  # the op timer is process-wide (a signal), set once per process
 
     def __repr__(self) -> str:  # shown in hypothesis' "Failing test case" block
@@ -126,8 +131,18 @@ class ConformanceRun:
         except ki.KnownIssuesError as exc:
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         applicable = [i for i in issues if i.applies_to(spec.name, target, dtype, mode, check)]
+        member = spec.member
+        shared_key = (item.nodeid.split("::")[0], f"operation:{member.operation.name}", dtype, mode) \
+            if member is not None and member.shares_cases else None
         self.item = ItemState(item.nodeid, item.originalname, spec, self.targets[target], dtype, mode, check,
-                              applicable, plan_key=variant_key(item.nodeid, item.originalname, dtype, mode))
+                              applicable, plan_key=variant_key(item.nodeid, item.originalname, dtype, mode),
+                              shared_key=shared_key)
+        if member is not None:
+            if check == "reference":
+                self.item.worst = WorstCases()
+            if member.operation.name not in self.operations_recorded:
+                self.operations_recorded.add(member.operation.name)
+                self.records.operation(member.operation.describe())
         self.issues.learn_order(item.session.items)  # once per session: the run order of every item
         self.records.item_started(item.nodeid, {i.id: i.to_dict() for i in self.issues.first_seen(issues)},
                                   [i.id for i in applicable])
@@ -137,6 +152,7 @@ class ConformanceRun:
         state, self.item = self.item, None
         if state is None:
             return ItemEnd()
+        self._write_worst(state)
         self.records.item_ended(state.nodeid)
         shown = [f"{state.where}: {state.check} in {count} of {state.examples} cases: {message}"
                  for message, count in state.warnings.items()]
@@ -146,6 +162,8 @@ class ConformanceRun:
             return ItemEnd(warnings=shown)
         if state.source == "hypothesis":
             self.sources.remember(state.plan_key, state.drawn)
+            if state.shared_key is not None:
+                self.sources.remember(state.shared_key, state.drawn)
         problems = unknown_where_keys(state.applicable, state.features_seen)
         if stale:
             names = ", ".join(f"{i.id} ({i.link})" for i in stale)
@@ -168,6 +186,15 @@ class ConformanceRun:
                                 f"raised in each: see the item of the check that failed)", warnings=shown)
         return ItemEnd(warnings=shown)
 
+    def _write_worst(self, state: ItemState) -> None:
+        """The item's worst cases, with their arrays, for the cross-library page."""
+        if state.worst is None:
+            return
+        for against, kept in state.worst.take().items():
+            artifact = self.records.store.save_arrays(f"{state.nodeid}-worst-{against}", kept.arrays)
+            self.records.worst(self._base(state), state.nodeid, state.check, against, kept.value, kept.case_json,
+                               artifact, kept.extra)
+
     def record_skip(self, item: pytest.Item, target: str, dtype: str, mode: str, check: str, reason: str) -> None:
         spec: OpSpec = item.function.conformance_spec  # type: ignore[attr-defined]
         base = self.records.base(item.originalname, spec.name, self.targets[target], dtype, mode)
@@ -175,8 +202,18 @@ class ConformanceRun:
 
     # -- cases shared across targets ---------------------------------------------------
     def plan(self) -> list[Case] | None:
-        """Cases to check in order instead of drawing (another target's draw, or saved ones)."""
-        return self.sources.planned(self.item.plan_key) if self.item is not None else None
+        """Cases to check in order instead of drawing: another target's draw, saved ones, or the cases
+        another implementation of the same operation drew (relabelled with this op's name)."""
+        state = self.item
+        if state is None:
+            return None
+        found = self.sources.planned(state.plan_key)
+        if found is None and state.shared_key is not None and self.sources.kind == "drawn":
+            shared = self.sources.planned(state.shared_key)
+            if shared is not None:
+                found = [c if c.op == state.spec.name else dataclasses.replace(c, op=state.spec.name) for c in shared]
+                self.sources.remember(state.plan_key, found)
+        return found
 
     def run_plan(self, cases: list[Case]) -> ConformanceFailure | None:
         """Check the planned cases in order; the first unexpected failure is returned, not raised."""
@@ -220,6 +257,8 @@ class ConformanceRun:
         counted = phase in ("explore", "final", "replay")
         if counted:
             state.examples += 1
+            if state.worst is not None and outcome is not None:
+                state.worst.observe(ctx, outcome)
             if self.recorder is not None and not self.recorder.has(output_key(ctx)):
                 self.recorder.add(*output_record(ctx), plan=state.plan_key[:2])
         if outcome is None:  # nothing for this check to look at in this case (e.g. the op raised)

@@ -152,6 +152,9 @@ class OpSpec:
                  (C, H, W) image (the batch-1 shapes are timed without the batch dimension).
     narrowed:    why the drawn inputs are narrower than usual for the imported library version
                  (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
+    host_only:   why the op runs on the host only (Pillow, OpenCV): items on the `cpu` target only.
+    member:      set by `conformance.operations.Operation` for one library's implementation of an
+                 operation (shared cases, documented defaults, the cross-library measurement).
     """
 
     name: str
@@ -181,6 +184,12 @@ class OpSpec:
     narrowed: str = ""
     timing: Callable[[Recipe, str], dict[str, Any] | None] | None = None
     timing_batched: bool = True  # False: one (C, H, W) image per call (batch-1 shapes lose the batch dim)
+    host_only: str = ""
+    member: Any = None  # operations.Membership: the operation this spec implements, for a library
+
+    def runs_on(self, target: Any) -> bool:
+        """Whether this op has items on the target (a host library's only on the cpu itself)."""
+        return not self.host_only or target.name == "cpu"
 
     def unmet_requirement(self) -> str | None:
         """Why this op cannot be tested with the imported packages (naming their versions), or None."""
@@ -228,9 +237,9 @@ class OpSpec:
         chosen = overrides.pick(user_rules, self.name, check, dtype, mode, target)
         return chosen or pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)
 
-    def test(self) -> Callable[..., None]:
+    def test(self, source: str | None = None) -> Callable[..., None]:
         """The pytest test function for this op (assign it to `test_<name>`); one item per target,
-        dtype, mode and check."""
+        dtype, mode and check.  `source`: the case module's file (default: the caller's)."""
         spec = self
 
         def conformance_test(target: str, dtype: str, mode: str, check: str, conformance_run, data) -> None:
@@ -241,7 +250,7 @@ class OpSpec:
         conformance_test.__doc__ = self.description or f"Conformance of {self.name} on every selected target."
         test = given(data=st.data())(conformance_test)
         test.conformance_spec = self  # type: ignore[attr-defined]
-        source = sys._getframe(1).f_globals.get("__file__")  # the case module, for worker processes
+        source = source or sys._getframe(1).f_globals.get("__file__")  # the case module, for worker processes
         if source:
             SOURCES[self.name] = source
         return test

@@ -1,27 +1,18 @@
 """Each op family catches a planted wrong implementation; error modes compare exception classes."""
 import dataclasses
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torchvision.transforms.v2.functional as F
 
+from case_modules import case_module
 from conformance.checks import SharedCases, check_case
 from conformance.recipes import Case, Recipe
 from conformance.spec import ExpectedError, ModuleOp
 from conformance.targets import CPU, virtual_targets
 
-CASES = Path(__file__).parents[1] / "cases"
 VCUDA1 = virtual_targets(2)[1]
-
-
-def case_module(name):
-    spec = importlib.util.spec_from_file_location(f"cases_{name}", CASES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 normalize_cases, pil_cases, planckian_cases = (case_module(n) for n in ("test_normalize", "test_pil", "test_planckian"))

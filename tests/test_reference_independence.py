@@ -1,10 +1,12 @@
 """References never read the library under test: a wrong table in kornia must not pass because
 the reference read the same table.
 
-Statically, no module under conformance/references imports torchvision or kornia. Dynamically,
-every shipped spec's reference is run on drawn cases while a profiler watches every Python call:
-none may enter torchvision's or kornia's files (which also catches a lazy import inside a case
-module's reference function).
+Statically, no module under conformance/references imports torchvision, kornia, OpenCV, TorchCodec
+or Pillow. Dynamically, every shipped spec's reference is run on drawn cases while a profiler
+watches every Python call: none may enter those libraries' files (which also catches a lazy import
+inside a case module's reference function).  Pillow is the documented meaning of some ops (JPEG
+through libjpeg), so a case module's reference may call it, except for an operation that Pillow
+implements (it is under test there).
 """
 import ast
 import importlib.util
@@ -13,13 +15,27 @@ import sys
 from pathlib import Path
 
 import kornia
+import PIL
 import pytest
 import torchvision
 from hypothesis import HealthCheck, given, settings
 
+from conformance.operations import PILLOW
+
 ROOT = Path(__file__).parents[1]
-UNDER_TEST = ("torchvision", "kornia")
-LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torchvision, kornia))
+UNDER_TEST = ("torchvision", "kornia", "cv2", "torchcodec", "PIL")
+
+
+def _folder(name: str) -> str | None:
+    try:
+        module = __import__(name)
+    except ImportError:
+        return None
+    return os.path.dirname(module.__file__) + os.sep
+
+
+LIBRARY_DIRS = tuple(folder for folder in map(_folder, ("torchvision", "kornia", "cv2", "torchcodec")) if folder)
+PILLOW_DIR = os.path.dirname(PIL.__file__) + os.sep
 
 
 def _imports(path: Path) -> set[str]:
@@ -54,12 +70,19 @@ class LibraryCall(AssertionError):
     pass
 
 
-def _traced(function, *args):
-    """Run function(*args); the first Python call into torchvision or kornia is reported."""
+def _under_test(spec) -> tuple[str, ...]:
+    """The library folders a spec's reference must not enter (Pillow's where Pillow implements the operation)."""
+    member = spec.member
+    pillow = member is not None and any(s.member.library == PILLOW for s in member.operation.specs())
+    return LIBRARY_DIRS + ((PILLOW_DIR,) if pillow else ())
+
+
+def _traced(function, *args, forbidden=LIBRARY_DIRS):
+    """Run function(*args); the first Python call into a library under test is reported."""
     entered: list[str] = []
 
     def profile(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename.startswith(LIBRARY_DIRS) and not entered:
+        if event == "call" and frame.f_code.co_filename.startswith(forbidden) and not entered:
             entered.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
 
     sys.setprofile(profile)
@@ -86,6 +109,6 @@ def test_no_reference_calls_into_the_library_under_test(spec):
         source = shared.input(case)
         sampled = shared.sampled(spec, case, source)  # the library's sampler may run: it is not the reference
         arguments = (source.values, case) if sampled is None else (source.values, case, sampled)
-        _traced(spec.reference, *arguments)
+        _traced(spec.reference, *arguments, forbidden=_under_test(spec))
 
     check()

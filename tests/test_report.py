@@ -10,7 +10,7 @@ import pytest
 
 from conformance.report import build_report
 from conformance.report.merge import merge_runs
-from conformance.report.synthetic import write_run
+from conformance.report.synthetic import write_operation_run, write_run
 
 HOSTILE = "<script>alert('x')</script>\"'../../etc/passwd"
 
@@ -117,6 +117,35 @@ def test_the_report_renders_in_headless_chromium(tmp_path):
         bars = browser.find_elements(By.CSS_SELECTOR, "#timings ~ div figure.timing svg rect")
         widths = [float(b.get_attribute("width")) for b in bars if b.get_attribute("height") == "12"]
         assert len(widths) == 2 and widths[0] < widths[1]  # drawn, and the slower call has the longer bar
+    finally:
+        browser.quit()
+
+
+def test_the_cross_library_page_opens_from_the_report_in_headless_chromium(tmp_path):
+    from selenium.webdriver.common.by import By
+
+    run = write_operation_run(tmp_path / "run", library=HOSTILE)
+    index = build_report(run)
+    browser = _chromium()
+    try:
+        browser.get(index.as_uri())
+        browser.find_element(By.CSS_SELECTOR, "#crosslib-link a").click()
+        assert browser.current_url.endswith("/crosslib.html")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#crosslib tr.row")
+        assert [r.get_attribute("data-verdict") for r in rows] == ["fail"]
+        headers = [h.text.replace("\n", " ") for h in browser.find_elements(By.CSS_SELECTOR, "#crosslib thead th")]
+        assert headers[1:] == ["torchvision v2 cpu", "torchvision v2 vcuda:0 (virtual)", f"{HOSTILE} cpu"]
+        cells = [(c.get_attribute("data-op"), c.text) for c in rows[0].find_elements(By.CSS_SELECTOR, "span.impl")]
+        assert [op for op, _ in cells] == ["blur_tv2", "blur_tv2", "blur_other"]  # cpu, vcuda:0, the host library
+        assert "vs reference: 3 / 1" in cells[2][1] and "vs torchvision v2: 3" in cells[2][1]
+        assert "(1 not compared)" in cells[2][1]
+        assert f"vs {HOSTILE}: 3" in cells[0][1] and HOSTILE not in cells[1][1]  # each pair shows in both its cells
+        browser.find_element(By.LINK_TEXT, "blur_other").click()
+        images = browser.find_elements(By.CSS_SELECTOR, "section.card img")
+        assert len(images) == 11  # input, reference, output, heatmap, scale; and the same with the peer's output
+        assert all(browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i) for i in images)
+        assert "<script>" not in browser.page_source.split("<body>")[1].split("</body>")[0].replace(
+            "&lt;script&gt;", "")
     finally:
         browser.quit()
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from conformance.report import pictures
+from conformance.report import crosslib, pictures
 from conformance.results import (VERDICT_ORDER, RunRecords, Summarizer, attach_cases, safe_name, was_complete,
                                  write_atomically)
 
@@ -240,11 +240,12 @@ def build_report(run_dir: Path, *, title: str | None = None,
     the failures shown, not the passing examples."""
     complete = was_complete(run_dir)
     environments = _environments(run_dir)
-    summarizer, findings = Summarizer(), Findings()
+    summarizer, findings, worst = Summarizer(), Findings(), crosslib.WorstRecords()
     records = outcomes[0] if outcomes is not None else RunRecords(run_dir, cases=False)
     for record in records:
         summarizer.add(record)
         findings.add(record)
+        worst.add(record)
     torn = outcomes[1] if outcomes is not None else records.torn  # type: ignore[union-attr]
     summary = summarizer.summary(environments[0] if environments else None, torn=torn, complete=complete)
     out = run_dir / PICTURE_FOLDER
@@ -254,7 +255,9 @@ def build_report(run_dir: Path, *, title: str | None = None,
     model = matrix(summary, environments)
     found = details(findings.records(), run_dir, out)
     _link_cells(model, found)
+    crosslib_page = _crosslib_page(run_dir, summary, worst, out, title or run_dir.name)
     html = _template_environment().get_template("index.html.j2").render(
+        crosslib_page=crosslib_page,
         title=title or run_dir.name, summary=summary, matrix=model, details=found, environments=environments,
         max_details=MAX_DETAILS, unlisted=len(findings.unlisted), modules=module_behaviours(summary),
         warnings=warnings(summary, findings.first_warning), changed=baseline_changes(summary),
@@ -263,6 +266,24 @@ def build_report(run_dir: Path, *, title: str | None = None,
     index = run_dir / "index.html"
     write_atomically(index, html)
     return index
+
+
+def _crosslib_page(run_dir: Path, summary: dict[str, Any], worst: crosslib.WorstRecords, out: Path,
+                   title: str) -> str | None:
+    """crosslib.html when the run checked operations with several implementations (its name, else None)."""
+    page = run_dir / "crosslib.html"
+    if page.is_symlink() or page.is_dir():
+        return None
+    model = crosslib.model(summary, worst)
+    if model is None:
+        if page.is_file():
+            page.unlink()
+        return None
+    attach_cases(list(worst.kept.values()))
+    cards = crosslib.cards(model, worst, run_dir, out)
+    html = _template_environment().get_template("crosslib.html.j2").render(title=title, model=model, cards=cards)
+    write_atomically(page, html)
+    return page.name
 
 
 def _timing_charts(run_dir: Path) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ GroupKey = tuple[str, str, str, str, bool, str, str, str]
 
 
 class _Group:
-    __slots__ = ("counts", "worst", "worst_value", "known", "behaviours", "diverges", "interrupted")
+    __slots__ = ("counts", "worst", "worst_value", "known", "behaviours", "diverges", "interrupted", "peers")
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -35,6 +35,33 @@ class _Group:
         self.behaviours: Counter[str] = Counter()
         self.diverges: Counter[str] = Counter()
         self.interrupted = False
+        self.peers: dict[str, dict[str, Any]] | None = None
+
+    def add_peers(self, peers: dict[str, Any]) -> None:
+        """The cross-library measurement: per other implementation, the largest difference and how
+        many cases were compared (or why not)."""
+        if self.peers is None:
+            self.peers = {}
+        for name, entry in peers.items():
+            if not isinstance(entry, dict):
+                continue
+            kept = self.peers.setdefault(name, {"library": entry.get("library"), "target": entry.get("target"),
+                                                "compared": 0, "max_abs": None, "skipped": {}})
+            if "skipped" in entry:
+                reason = str(entry["skipped"])[:200]
+                if reason in kept["skipped"] or len(kept["skipped"]) < 5:
+                    kept["skipped"][reason] = kept["skipped"].get(reason, 0) + 1
+                continue
+            kept["compared"] += 1
+            value = _number(entry.get("max_abs"))
+            if value is None:
+                continue
+            # the largest difference; among equal ones the lowest PSNR, so the row does not depend on the order
+            # in which workers wrote their records
+            rank = (value, -(_number(entry.get("psnr")) or 0.0))
+            if kept["max_abs"] is None or rank > (_number(kept["max_abs"]), -(_number(kept.get("psnr")) or 0.0)):
+                kept["max_abs"], kept["mismatch_fraction"] = entry.get("max_abs"), entry.get("mismatch_fraction")
+                kept["psnr"] = entry.get("psnr")
 
     def add(self, record: dict[str, Any]) -> None:
         self.counts[record["verdict"]] += 1
@@ -44,6 +71,9 @@ class _Group:
             self.behaviours[record["behaviour"]] += 1
         if record.get("diverges"):
             self.diverges[record["diverges"]] += 1
+        peers = (record.get("details") or {}).get("peers") if isinstance(record.get("details"), dict) else None
+        if isinstance(peers, dict):
+            self.add_peers(peers)
         metrics = record.get("metrics") or {}
         value = metrics.get("max_abs")
         if value is None:
@@ -58,6 +88,14 @@ class _Group:
                           "allowed_mismatch_fraction": tol.get("max_mismatch_fraction")}
 
 
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return math.inf if math.isnan(number) else number
+
+
 class Summarizer:
     """Feed it records (`add`), in any order across worker files; `summary` gives summary.json."""
 
@@ -67,12 +105,18 @@ class Summarizer:
         self.used: set[str] = set()
         self.reproduced: set[str] = set()
         self.running: dict[tuple[str, str], tuple[str, set[GroupKey]]] = {}  # per process: item last begun
+        self.operations: dict[str, Any] = {}  # operation name -> its implementations (cross-library page)
 
     def add(self, record: dict[str, Any]) -> None:
         if record.get("known_issue"):
             self.reproduced.add(record["known_issue"]["id"])
         stream = (str(record.get("machine", "")), str(record.get("worker", "")))
         kind = record.get("kind")
+        if kind == "operation":
+            described = record.get("operation")
+            if isinstance(described, dict) and isinstance(described.get("name"), str):
+                self.operations.setdefault(described["name"], described)
+            return
         if kind == "item":
             self.loaded.update(record.get("known_issues_loaded", {}))
             self.used.update(record.get("known_issues_applied", []))
@@ -134,6 +178,8 @@ class Summarizer:
                 row["behaviours"] = dict(sorted(group.behaviours.items()))
             if group.diverges:  # which side a cross-device gap is on
                 row["diverges"] = dict(sorted(group.diverges.items()))
+            if group.peers:  # the cross-library measurement
+                row["peers"] = group.peers
             if group.interrupted:
                 row["interrupted"] = True
             rows.append(row)
@@ -145,6 +191,8 @@ class Summarizer:
             "unused_known_issues": sorted(set(self.loaded) - self.used),
             "unreproduced_known_issues": sorted(self.used - self.reproduced),
         }
+        if self.operations:
+            found["operations"] = dict(sorted(self.operations.items()))
         if interrupted:
             found["interrupted"] = interrupted
         return found

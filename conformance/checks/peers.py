@@ -1,0 +1,109 @@
+"""The cross-library measurement: one implementation's output against the other libraries'
+implementations of the same operation, for the same case.
+
+It is a measurement, not a verdict: each library is held to the operation's documented meaning
+by its own `reference` check, which is the gate (a library that follows another convention fails
+there, or is a known issue with its envelope).  The numbers ride on the reference outcome
+(`details["peers"]`) and fill the report's cross-library page.
+
+Each pair is measured once, by the later implementation of the two, on the same target (a host
+library's output is its cpu output); the run orders an operation's items so that the earlier
+outputs are still cached.  An implementation drawing cases of its own (other shapes than the
+others document) makes the others run its cases: that is done on the cpu only.  A pair whose calls mean different things, because a case
+left a keyword out and the two libraries document different defaults for it, is not compared:
+that is recorded as the reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from conformance.targets import CPU
+
+if TYPE_CHECKING:
+    from conformance.context import CaseContext
+    from conformance.spec import OpSpec
+
+_UNMET: dict[str, str | None] = {}
+
+
+def _unmet(spec: "OpSpec") -> str | None:
+    if spec.name not in _UNMET:
+        _UNMET[spec.name] = spec.unmet_requirement()
+    return _UNMET[spec.name]
+
+
+def difference(mine: np.ndarray, theirs: np.ndarray) -> tuple[float, float]:
+    """(max |mine - theirs|, mean squared difference) in float64, with one temporary: the measurement
+    runs once per peer on every case.  NaN on one side only is infinitely far; NaN on both is equal."""
+    if mine.size == 0:
+        return 0.0, 0.0
+    diff = np.subtract(mine, theirs)
+    np.abs(diff, out=diff)
+    largest = float(diff.max())
+    if largest != largest:
+        diff[np.isnan(diff)] = math.inf
+        diff[np.isnan(mine) & np.isnan(theirs)] = 0.0
+        largest = float(diff.max())
+    if not math.isfinite(largest):
+        return largest, math.inf
+    flat = diff.reshape(-1)
+    return largest, float(np.dot(flat, flat)) / flat.size
+
+
+def _differing_defaults(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
+    keys = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    return ", ".join(f"{k}: {mine.get(k)!r} vs {theirs.get(k)!r}" for k in keys)
+
+
+def measure_peers(ctx: "CaseContext") -> tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]]:
+    """Per earlier implementation: how far this output is from its output (or why not compared), and
+    the outputs compared with (for the report's pictures of the worst case)."""
+    member = ctx.spec.member
+    found: dict[str, dict[str, Any]] = {}
+    outputs: dict[str, np.ndarray] = {}
+    if member is None or ctx.output64 is None:
+        return found, outputs
+    dtype, mode = ctx.case.recipe.dtype, ctx.mode
+    mine = member.effective(ctx.case.params)
+    for peer in member.earlier():
+        if (dtype, mode) not in peer.variant_pairs():
+            continue
+        entry: dict[str, Any] = {"library": peer.member.library}
+        found[peer.name] = entry
+        why = _unmet(peer)
+        theirs = peer.member.effective(ctx.case.params)
+        target = ctx.target if peer.runs_on(ctx.target) else CPU
+        entry["target"] = target.name
+        if why is not None:
+            entry["skipped"] = why
+            continue
+        if theirs != mine:
+            entry["skipped"] = f"different defaults for a keyword left out ({_differing_defaults(mine, theirs)})"
+            continue
+        if not member.shares_cases and target != CPU:
+            entry["skipped"] = ("draws cases of its own, which the other libraries do not run: compared with them "
+                                "on the cpu only")
+            continue
+        if target.virtual and peer.needs_real_device:
+            entry["skipped"] = f"not emulatable on a virtual device: {peer.needs_real_device}"
+            continue
+        other = ctx.shared.context(peer, dataclasses.replace(ctx.case, op=peer.name), target, mode)
+        run = other.run
+        problem = run.not_emulatable or run.resource or (f"raised {run.raised}" if run.error is not None else None)
+        if problem is None and other.output64 is None:
+            problem = "returned no tensor"
+        if problem is None and other.output64.shape != ctx.output64.shape:
+            problem = f"shape {other.output64.shape} vs {ctx.output64.shape}"
+        if problem is not None:
+            entry["skipped"] = problem
+            continue
+        max_abs, mse = difference(ctx.output64, other.output64)
+        peak = 255.0 if ctx.output_dtype == "uint8" else 1.0
+        entry.update(max_abs=max_abs, psnr=math.inf if mse == 0 else 10 * math.log10(peak**2 / mse) if mse < math.inf
+                     else -math.inf)
+        outputs[peer.name] = other.output64
+    return found, outputs

@@ -1,0 +1,189 @@
+"""The report's cross-library page (`crosslib.html`): one row per operation, one column per library
+and target, each cell the worst difference against the reference and against each other library,
+with the pictures of the worst cases.
+
+It reads what the run recorded: the operations and their implementations (`summary["operations"]`),
+each implementation's reference groups (verdicts, worst difference, and the cross-library
+measurement `peers`), and the `worst` records whose arrays are the worst cases.  Pairs are measured
+once (by the later implementation); the page shows each pair in both cells.
+"""
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from conformance.libraries import ORDER
+from conformance.report import pictures
+from conformance.results import VERDICT_ORDER, safe_name
+
+MAX_CARDS = 400  # worst-case cards with pictures; beyond that cells show their numbers only
+
+
+def _rank(verdict: str) -> int:
+    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if number != number else number
+
+
+def _target_order(target: str) -> tuple[int, str]:
+    kind = target.split(":")[0]
+    return ({"cpu": 0, "cuda": 1, "mps": 2, "xpu": 3, "vcuda": 4}.get(kind, 5) + (0.5 if target.startswith("cpu:") else 0),
+            target)
+
+
+class WorstRecords:
+    """The `worst` records as they stream past: the largest per (machine, op, target, against)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+
+    def add(self, record: dict[str, Any]) -> None:
+        if record.get("kind") != "worst":
+            return
+        key = (str(record.get("machine", "")), str(record.get("op")), str(record.get("target")),
+               str(record.get("against")))
+        value = _number(record.get("max_abs"))
+        previous = self.kept.get(key)
+        if value is not None and (previous is None or value > (_number(previous.get("max_abs")) or 0)):
+            self.kept[key] = record
+
+
+@dataclass
+class Entry:
+    """One implementation on one target (and machine): what its cell shows."""
+
+    op: str
+    library: str
+    target: str
+    machine: str
+    verdict: str = "pass"
+    examples: int = 0
+    reference: dict[str, Any] | None = None  # worst reference difference: max_abs, atol, dtype, mode
+    known_issues: set[str] = field(default_factory=set)
+    pairs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (other op, its target) -> worst
+    anchor: str | None = None
+
+
+def _pair(found: dict[tuple[str, str], dict[str, Any]], key: tuple[str, str], info: dict[str, Any],
+          dtype: str, mode: str) -> None:
+    kept = found.setdefault(key, {"library": info.get("library"), "max_abs": None, "compared": 0, "skipped": {}})
+    kept["compared"] += int(info.get("compared", 0) or 0)
+    for reason, count in (info.get("skipped") or {}).items():
+        kept["skipped"][reason] = kept["skipped"].get(reason, 0) + count
+    value = _number(info.get("max_abs"))
+    if value is not None and (kept["max_abs"] is None or value > kept["max_abs"]):
+        kept.update(max_abs=value, psnr=info.get("psnr"), dtype=dtype, mode=mode)
+
+
+def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None:
+    """Rows, columns and cells of the page; None when the run checked no operation's implementations."""
+    operations = summary.get("operations") or {}
+    implementation = {impl["op"]: (name, impl) for name, described in operations.items()
+                      for impl in described.get("implementations", []) if isinstance(impl, dict) and "op" in impl}
+    if not implementation:
+        return None
+    entries: dict[tuple[str, str, str], Entry] = {}  # (machine, op, target)
+    measured: list[tuple[tuple[str, str, str], tuple[str, str], dict[str, Any], str, str]] = []
+    for group in summary.get("groups", []):
+        if group.get("op") not in implementation:
+            continue
+        key = (str(group.get("machine", "")), group["op"], group["target"])
+        entry = entries.get(key)
+        if entry is None:
+            entry = entries[key] = Entry(group["op"], implementation[group["op"]][1].get("library", "?"),
+                                         group["target"], key[0])
+        if _rank(group["verdict"]) < _rank(entry.verdict):
+            entry.verdict = group["verdict"]
+        entry.examples = max(entry.examples, int(group.get("examples", 0)))
+        entry.known_issues.update(group.get("known_issues", []))
+        if group.get("check") != "reference":
+            continue
+        worst_here = group.get("worst") or {}
+        value = _number(worst_here.get("max_abs"))
+        if value is not None and (entry.reference is None or value > entry.reference["max_abs"]):
+            entry.reference = {"max_abs": value, "atol": worst_here.get("atol"), "tolerance": worst_here.get("tolerance"),
+                               "dtype": group["dtype"], "mode": group["mode"]}
+        for other, info in (group.get("peers") or {}).items():
+            if isinstance(info, dict):
+                measured.append((key, (other, str(info.get("target", group["target"]))), info, group["dtype"],
+                                 group["mode"]))
+    for (machine, op, target), (other, other_target), info, dtype, mode in measured:
+        _pair(entries[(machine, op, target)].pairs, (other, other_target), info, dtype, mode)
+        mirror = entries.get((machine, other, other_target))
+        if mirror is not None:
+            _pair(mirror.pairs, (op, target), info | {"library": entries[(machine, op, target)].library}, dtype, mode)
+    columns = sorted({(e.machine, e.library, e.target) for e in entries.values()},
+                     key=lambda c: (c[0], ORDER.index(c[1]) if c[1] in ORDER else len(ORDER), c[1], _target_order(c[2])))
+    rows = []
+    for name in sorted({implementation[e.op][0] for e in entries.values()}):
+        cells = []
+        for machine, library, target in columns:
+            found = sorted((e for e in entries.values() if implementation[e.op][0] == name and e.machine == machine
+                            and e.library == library and e.target == target), key=lambda e: e.op)
+            cells.append(found)
+        verdicts = [e.verdict for cell in cells for e in cell]
+        rows.append({"operation": name, "described": operations[name], "cells": cells,
+                     "worst_verdict": min(verdicts, key=_rank) if verdicts else "pass"})
+    rows.sort(key=lambda r: (_rank(r["worst_verdict"]), r["operation"]))
+    return {"columns": [{"machine": m, "library": lib, "target": t} for m, lib, t in columns], "rows": rows,
+            "entries": entries}
+
+
+def cards(found: dict[str, Any], worst: WorstRecords, run_dir: Path, out: Path) -> list[dict[str, Any]]:
+    """Pictures of each cell's worst cases (against the reference and each other library)."""
+    from conformance.report.build import artifact_path
+
+    made: list[dict[str, Any]] = []
+    for (machine, op, target), entry in sorted(found["entries"].items()):
+        kept = sorted((r for (m, o, t, _), r in worst.kept.items() if (m, o, t) == (machine, op, target)),
+                      key=lambda r: (r.get("against") != "reference", str(r.get("against"))))
+        if not kept or len(made) >= MAX_CARDS:
+            continue
+        entry.anchor = f"card-{len(made)}"
+        panels = [_comparison(r, run_dir, out, f"x{len(made):03d}-{safe_name(str(r.get('against')), 40)}",
+                              artifact_path(run_dir, r.get("artifact"))) for r in kept]
+        made.append({"anchor": entry.anchor, "entry": entry, "comparisons": panels})
+    return made
+
+
+def _comparison(record: dict[str, Any], run_dir: Path, out: Path, stem: str, path: Path | None) -> dict[str, Any]:
+    against = str(record.get("against"))
+    shown: dict[str, Any] = {"against": against, "record": record,
+                             "case_json": json.dumps(record.get("case"), sort_keys=True) if record.get("case") else "",
+                             "label": "the reference" if against == "reference" else
+                             f"{record.get('peer_library') or against} ({against} on {record.get('peer_target')})"}
+    if path is None:
+        return shown | {"missing": "no arrays were kept"}
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            arrays = {name: stored[name].astype(np.float64) for name in stored.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return shown | {"missing": f"{record.get('artifact')} could not be read"}
+    peak = 255.0 if record.get("dtype") == "uint8" else 1.0
+    other = "reference" if against == "reference" else "peer"
+    panels = []
+    for name, label in (("input", "input"), ("reference", "reference"), ("peer", shown["label"]),
+                        ("output", f"{record.get('op')} output")):
+        if name in arrays and arrays[name].ndim >= 2:
+            panels.append({"label": label, "image": pictures.save(pictures.to_picture(arrays[name], peak), out,
+                                                                  f"{stem}-{name}")})
+    shown["panels"] = panels
+    if "output" in arrays and other in arrays and arrays["output"].shape == arrays[other].shape:
+        diff = pictures.difference(arrays["output"], arrays[other])
+        finite = diff[np.isfinite(diff)]
+        top = float(finite.max()) if finite.size else 0.0
+        shown["heatmap"] = pictures.save(pictures.heatmap(diff, top), out, f"{stem}-diff")
+        shown["scale"] = pictures.save(pictures.colour_scale(top, "levels" if peak == 255 else ""), out,
+                                       f"{stem}-scale", side=None)
+    return shown
