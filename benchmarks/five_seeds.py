@@ -5,6 +5,7 @@ A gate that fails on some seeds cries wolf; this shows what a user's first few r
 
     python benchmarks/five_seeds.py                 # seeds 1..5, the whole suite
     python benchmarks/five_seeds.py --seeds 11 12 -- -k jpeg
+    python benchmarks/five_seeds.py --keep /tmp/seeds    # keep the run folders (benchmarks/case_fractions.py)
 """
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    parser.add_argument("--keep", type=Path, default=None, help="write the run folders here and keep them")
     parser.add_argument("pytest_args", nargs="*", help="after --: extra pytest arguments")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "CI"}  # CI would select the derandomised ci profile
     rows = []
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as temporary:
+        scratch = str(args.keep) if args.keep else temporary
         for seed in args.seeds:
             run = Path(scratch) / f"seed-{seed}"
             start = time.perf_counter()

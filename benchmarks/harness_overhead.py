@@ -6,11 +6,20 @@
 (b) runs pytest again with `--cases-from` that run: the same cases on the same targets, given
     instead of drawn, so this is the harness's own cost (checks, store, summary, report);
 (c) reads back exactly which case ran on which target and runs them as a bare loop in a fresh
-    process: per case, make the input and compute the reference once; per target, put the
-    input there, call the op (build and move the module for module ops), copy the output back
-    and compare it with the reference in float64.  Its process is timed the same way, imports
-    included.
-Prints the times and the ratios (a)/(c) and (b)/(c).
+    process, the loop a careful user would write to check the same things by hand: per case,
+    make the input and the float64 reference once; per target, put a copy of the input there (a
+    fresh one for every call, in the recipe's layout: an op may write into its input), call the op
+    (build and move the module for module ops) with the case's seed, and compare the output with
+    the reference, and on accelerators with the cpu's output, in float64.  The library calls the
+    checks make beyond that are made too: a module op is also called with its module left on the
+    cpu (the `unmoved` promise) and a random module also samples and draws its own parameters on
+    the target (the `sampling` check).  ISA targets (`cpu:<level>`) run in one worker process per
+    level started with ATEN_CPU_CAPABILITY set, fed a window of cases ahead so that it computes
+    while this process works on the other targets.  Its process is timed the same way, imports
+    included.  Nothing of the harness runs in it: no pytest, hypothesis, placement log,
+    invariants, records, summary or report.
+All three run in one process each (no pytest-xdist), on the same quiet machine.  Prints the
+times and the ratios (a)/(c) and (b)/(c), and the bare loop's time per target.
 
     python benchmarks/harness_overhead.py                      # the ci profile: cases/, every target
     python benchmarks/harness_overhead.py cases/test_resize.py --targets cpu --max-examples 20
@@ -18,38 +27,47 @@ Prints the times and the ratios (a)/(c) and (b)/(c).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
+import pickle
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import defaultdict, deque
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+WINDOW = 64  # cases an ISA worker may run ahead of the loop
 
 
 def harness(modules: list[str], targets: str, reports: Path, name: str, extra: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", *modules, "-q", "-p", "no:cacheprovider",
+    done = subprocess.run([sys.executable, "-m", "pytest", *modules, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                            "--hypothesis-profile=ci", f"--targets={targets}", f"--reports-dir={reports}",
                            f"--run-name={name}", *extra], capture_output=True, text=True, cwd=ROOT)
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):
         sys.exit(f"the harness run failed (exit {done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    print(done.stdout.strip().splitlines()[-1])
+    print(done.stdout.strip().splitlines()[-1], flush=True)
     return seconds
 
 
 def checked_work(run_dir: Path) -> list[dict]:
-    """[{"case": ..., "targets": [...]}] in first-seen order: every counted example of the run."""
+    """[{"case": ..., "mode": ..., "targets": [...]}] in first-seen order: every counted example of the run."""
     from conformance.results import read_outcomes
 
     work: dict[str, dict] = {}
     for record in read_outcomes(run_dir)[0]:
-        if record.get("phase") not in ("explore", "final") or "case" not in record:
+        if record.get("phase") not in ("explore", "final") or not record.get("case"):
             continue
-        key = json.dumps(record["case"], sort_keys=True)
-        entry = work.setdefault(key, {"case": record["case"], "mode": record["mode"], "targets": []})
+        case = record["case"] if isinstance(record["case"], dict) else json.loads(record["case"])
+        key = json.dumps(case, sort_keys=True)
+        entry = work.setdefault(key, {"case": case, "mode": record["mode"], "targets": []})
         if record["target"] not in entry["targets"]:
             entry["targets"].append(record["target"])
     return list(work.values())
@@ -63,12 +81,131 @@ def bare(work_file: Path, modules: list[str]) -> float:
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"the bare loop failed:\n{done.stderr[-3000:]}")
-    print(done.stdout.strip())
+    print(done.stdout.strip(), flush=True)
     return seconds
 
 
+# -- the ISA targets' worker process, fed by the loop --------------------------------------------
+def _send(stream: Any, value: Any) -> None:
+    data = pickle.dumps(value, protocol=5)
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream: Any) -> Any:
+    header = stream.read(8)
+    if len(header) < 8:
+        raise EOFError
+    (size,) = struct.unpack("<Q", header)
+    return pickle.loads(stream.read(size))
+
+
+def _plain(value: Any) -> Any:
+    """Sampled parameters without torch tensors (numpy arrays cross the pipe by pickle)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.detach().cpu().float().numpy() if value.dtype == torch.bfloat16 else
+                value.detach().cpu().numpy(), str(value.dtype))
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def _tensors(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, tuple) and len(value) == 3 and value[:1] == ("tensor",):
+        return torch.from_numpy(value[1]).to(getattr(torch, value[2].removeprefix("torch.")))
+    if isinstance(value, dict):
+        return {k: _tensors(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_tensors(v) for v in value)
+    return value
+
+
+def isa_worker(modules: list[str]) -> None:
+    """Runs each requested case on the cpu of this process (its ATEN_CPU_CAPABILITY) and answers its output."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from calibrate import load_specs
+
+    from conformance.recipes import Case, materialize
+
+    specs = {spec.name: spec for module in modules for spec in load_specs(ROOT / module)}
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr
+    while True:
+        try:
+            case_json, sampled = _receive(stdin)
+        except EOFError:
+            return
+        case = Case.from_json(case_json)
+        spec = specs[case.op]
+        output = None
+        try:
+            torch.default_generator.manual_seed(case.recipe.seed)
+            image = materialize(case.recipe)
+            if spec.module is not None:
+                output = spec.module.forward(spec.module.build(dict(case.params)), image, dict(case.params),
+                                             _tensors(sampled))
+            else:
+                output = spec.call(image, dict(case.params))
+            if spec.read_output is not None:
+                output = spec.read_output(output)
+            output = output.detach().to(torch.float64).numpy() if isinstance(output, torch.Tensor) else None
+        except Exception:  # noqa: BLE001 - invalid inputs on purpose, and known crashes
+            output = None
+        _send(stdout, output)
+
+
+class IsaFeed:
+    """One worker process per ISA level, kept at most WINDOW cases ahead of the loop: one thread
+    sends requests, another reads answers (never both in one thread: a full pipe would block it)."""
+
+    def __init__(self, level: str, modules: list[str], requests: list[tuple[str, Any]]) -> None:
+        env = dict(os.environ, ATEN_CPU_CAPABILITY=level)
+        self.process = subprocess.Popen([sys.executable, __file__, "--isa-worker", *modules], cwd=ROOT, env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.answers: deque[Any] = deque()
+        self.ready = threading.Condition()
+        self.taken = 0
+        self.count = len(requests)
+        threading.Thread(target=self._send, args=(requests,), daemon=True).start()
+        threading.Thread(target=self._receive, daemon=True).start()
+
+    def _send(self, requests: list[tuple[str, Any]]) -> None:
+        for sent, request in enumerate(requests):
+            with self.ready:
+                while sent - self.taken >= WINDOW:
+                    self.ready.wait()
+            _send(self.process.stdin, request)
+
+    def _receive(self) -> None:
+        for _ in range(self.count):
+            answer = _receive(self.process.stdout)
+            with self.ready:
+                self.answers.append(answer)
+                self.ready.notify_all()
+
+    def next(self) -> Any:
+        with self.ready:
+            while not self.answers:
+                self.ready.wait()
+            self.taken += 1
+            self.ready.notify_all()
+            return self.answers.popleft()
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
 def bare_loop(work_file: Path, modules: list[str]) -> None:
-    """The loop a careful user would write by hand, with nothing but the op, the reference and a compare."""
+    """The loop a careful user would write by hand, with nothing but the ops, the references and compares."""
     start = time.perf_counter()
     import numpy as np
     import torch
@@ -77,58 +214,121 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     from calibrate import load_specs
 
     from conformance.calls import sample_params
-    from conformance.checks import expected_output
-    from conformance.recipes import Case, materialize, to_float64
+    from conformance.recipes import Case, apply_layout, materialize, to_float64
     from conformance.targets import discover
+
+    def seeded(seed: int):
+        fork = torch.random.fork_rng(devices=[])
+        fork.__enter__()
+        torch.default_generator.manual_seed(seed)
+        return fork
+
+    def call(spec, case, target, image, sampled, *, move=True, own_sampling=False):
+        """The op on a target: the module built there (and moved unless `move` is False)."""
+        fork = seeded(case.recipe.seed)
+        try:
+            with target.active():
+                if spec.module is None:
+                    output = spec.call(image, dict(case.params))
+                else:
+                    module = spec.module.build(dict(case.params))
+                    if move:
+                        module = target.put(module)
+                    params = None if sampled is None or own_sampling else {
+                        k: target.put(v) if isinstance(v, torch.Tensor) else v for k, v in sampled.items()}
+                    output = spec.module.forward(module, image, dict(case.params), params)
+                target.synchronize()
+            return spec.read_output(output) if spec.read_output is not None else output
+        except Exception:  # noqa: BLE001 - invalid inputs on purpose, and known crashes
+            return None
+        finally:
+            fork.__exit__(None, None, None)
+
+    def sample_there(spec, case, target, image):
+        fork = seeded(case.recipe.seed)
+        try:
+            with target.active():
+                module = target.put(spec.module.build(dict(case.params)))
+                spec.module.sample(module, image, dict(case.params))
+        except Exception:  # noqa: BLE001
+            pass
+        finally:
+            fork.__exit__(None, None, None)
+
+    def compare(actual, expected, tolerance):
+        if actual is None or expected is None or actual.shape != expected.shape:
+            return
+        bound = tolerance.atol + tolerance.rtol * np.abs(expected)
+        np.count_nonzero(np.abs(actual - expected) > bound)
 
     specs = {spec.name: spec for module in modules for spec in load_specs(ROOT / module)}
     targets = {t.name: t for t in discover()}
     work = json.loads(work_file.read_text())
+    cases = [Case.from_json(json.dumps(entry["case"])) for entry in work]
     imported = time.perf_counter()
+    feeds = {}
+    for name in sorted({n for entry in work for n in entry["targets"] if getattr(targets[n], "level", None)}):
+        requests = []
+        for entry, case in zip(work, cases):
+            if name in entry["targets"]:
+                spec = specs[case.op]
+                sampled = sample_params(spec, materialize(case.recipe), case) if spec.module is not None else None
+                requests.append((case.json if hasattr(case, "json") else case.to_json(), _plain(sampled)))
+        feeds[name] = IsaFeed(targets[name].level, modules, requests)
+    spent: dict[str, float] = defaultdict(float)
     compared = 0
-    for entry in work:
-        case = Case.from_json(json.dumps(entry["case"]))
+    for entry, case in zip(work, cases):
+        began = time.perf_counter()
         spec = specs[case.op]
-        host = materialize(case.recipe)
+        dense = materialize(dataclasses.replace(case.recipe, layout="contiguous"))  # synthesised once per case
+        host = apply_layout(dense.clone(), case.recipe.layout)
         sampled = sample_params(spec, host, case) if spec.module is not None else None
         expected = None
         if entry["mode"] not in spec.error_modes:
-            ideal = spec.reference(to_float64(host), case) if sampled is None else spec.reference(
-                to_float64(host), case, sampled)
-            expected = expected_output(ideal, spec.output_dtype_of(case))
+            values = to_float64(host)
+            ideal = spec.reference(values, case) if sampled is None else spec.reference(values, case, sampled)
+            expected = np.clip(np.rint(ideal), 0, 255) if spec.output_dtype_of(case) == "uint8" else ideal
+        spent["input and reference"] += time.perf_counter() - began
+        outputs: dict[str, Any] = {}
         for name in entry["targets"]:
+            began = time.perf_counter()
             target = targets[name]
-            image = materialize(case.recipe, put=target.put) if target.is_accelerator else host
-            try:
-                with target.active():
-                    if spec.module is not None:
-                        module = target.put(spec.module.build(dict(case.params)))
-                        moved = None if sampled is None else {
-                            k: target.put(v) if isinstance(v, torch.Tensor) else v for k, v in sampled.items()}
-                        output = spec.module.forward(module, image, dict(case.params), moved)
-                    else:
-                        output = spec.call(image, dict(case.params))
-                    target.synchronize()
-                    if spec.read_output is not None:
-                        output = spec.read_output(output)
-            except Exception:  # noqa: BLE001 - invalid inputs on purpose, and known crashes
-                continue
-            if expected is None or not isinstance(output, torch.Tensor):
-                continue
-            actual = to_float64(output.cpu())
-            tolerance = spec.tolerance("reference", case.recipe.dtype, entry["mode"], name)
-            if actual.shape == expected.shape:
-                bound = tolerance.atol + tolerance.rtol * np.abs(expected)
-                np.count_nonzero(np.abs(actual - expected) > bound)
-            compared += 1
+            valid = entry["mode"] not in spec.error_modes
+            if name in feeds:
+                outputs[name] = feeds[name].next()
+            else:
+                def fresh():  # each call gets its own copy of the input, in the recipe's layout
+                    return apply_layout(target.put(dense) if target.is_accelerator else dense.clone(),
+                                        case.recipe.layout)
+
+                output = call(spec, case, target, fresh(), sampled)
+                outputs[name] = to_float64(output.cpu()) if isinstance(output, torch.Tensor) else None
+                if spec.module is not None and target.is_accelerator and valid:  # the unmoved promise
+                    call(spec, case, target, fresh(), None, move=False)
+                if spec.module is not None and spec.module.sample is not None and valid:  # the own sampling
+                    sample_there(spec, case, target, fresh())
+                    call(spec, case, target, fresh(), sampled, own_sampling=True)
+            if valid:
+                compare(outputs[name], expected, spec.tolerance("reference", case.recipe.dtype, entry["mode"], name))
+                if name != "cpu" and "cpu" in outputs:
+                    compare(outputs[name], outputs["cpu"],
+                            spec.tolerance("cross_device", case.recipe.dtype, entry["mode"], name))
+                compared += 1
+            spent[name] += time.perf_counter() - began
+    for feed in feeds.values():
+        feed.close()
     end = time.perf_counter()
     print(f"bare loop: {sum(len(e['targets']) for e in work)} case-target runs ({compared} compared) in "
-          f"{end - imported:.1f} s after {imported - start:.1f} s of imports")
+          f"{end - imported:.1f} s after {imported - start:.1f} s of imports; per target: "
+          + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in spent.items()))
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--bare-loop":
         bare_loop(Path(sys.argv[2]), sys.argv[3:])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--isa-worker":
+        isa_worker(sys.argv[2:])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", default=None, help="case modules (default: every cases/test_*.py)")

@@ -10,6 +10,7 @@ checked examples were counted and how many were shrinking steps.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance.results import read_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = '[[issue]]\nid = "shift"\nop = "shifted"\nlink = "https://example.org/shift"\nreason = "planted"\n'
@@ -32,8 +32,9 @@ def session(folder: Path, op: str, call: str, known: bool, examples: int) -> tup
                     "--targets=cpu", f"--max-examples={examples}", f"--run-name={op}-{known}", "test_cases.py"],
                    cwd=folder, capture_output=True, check=False)
     seconds = time.perf_counter() - start
-    records = [r for r in read_outcomes(folder / "reports" / f"{op}-{known}")[0] if r.get("check") == "placement"]
-    return seconds, sum(r["phase"] in ("explore", "final") for r in records), sum(r["phase"] == "shrink" for r in records)
+    groups = json.loads((folder / "reports" / f"{op}-{known}" / "summary.json").read_text())["groups"]
+    placement = [g for g in groups if g["check"] == "placement"]
+    return seconds, sum(g["examples"] for g in placement), sum(g.get("shrunk", 0) for g in placement)
 
 
 def main() -> None:

@@ -20,6 +20,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from conformance.results import read_outcomes
+
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = ["kornia==0.6.12", "kornia==0.7.0", "kornia==0.7.2", "kornia==0.7.3", "kornia==0.8.0", "kornia==0.8.3",
             "torchvision==0.15.2", "torchvision==0.16.2", "torchvision==0.17.2", "torchvision==0.18.1"]
@@ -51,15 +53,9 @@ def run(release: str, folder: Path, extra: Path, max_examples: int, keyword: str
             if group["verdict"] in ("fail", "error"):
                 found["failures"][(group["op"], group["check"], group["target"], group["dtype"])] += 1
         messages: dict[tuple, str] = {}
-        for path in (reports / "run" / "outcomes").glob("*.jsonl"):
-            for line in path.read_text().splitlines():
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                for check in record.get("checks", [record]):
-                    if check.get("verdict") in ("fail", "error"):
-                        messages.setdefault((record.get("op"), check.get("check")), (check.get("message") or "")[:300])
+        for record in read_outcomes(reports / "run")[0]:
+            if record.get("verdict") in ("fail", "error"):
+                messages.setdefault((record.get("op"), record.get("check")), (record.get("message") or "")[:300])
         found["messages"] = messages
     return found
 

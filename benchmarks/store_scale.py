@@ -1,14 +1,14 @@
 """Wall time and peak memory of `summary` and `report` on a large result store.
 
-A thorough profile writes many times the records of a ci run; `summary` and `report` must
-stream them.  This script synthesises such a store from a real run: every line of the run's
-outcome files is replicated (case ids kept unique per file, some copies renamed as other ops so
-the number of groups grows too), spread over four worker files as `-n 4` writes them; then it
-times each command in a child process and reads the child's peak RSS from wait4().
+A thorough profile checks many times the examples of a ci run; `summary` and `report` must not grow
+with them.  This script synthesises such a store from a real run: its journal records and its examples
+table are replicated (some copies renamed as other ops, so the number of groups grows too), spread
+over four worker files as `-n 4` writes them; then it times each command in a child process and reads
+the child's peak RSS from wait4().
 
-    CI=1 python -m conformance run -p no:cacheprovider --reports-dir /tmp/store-ci --run-name ci -k normalize
-    python benchmarks/store_scale.py build /tmp/store-ci/ci /tmp/store-5x --lines 1500000 --variants 6
-    python benchmarks/store_scale.py measure /tmp/store-5x [--pythonpath OLD_CHECKOUT]
+    CI=1 python -m conformance run -p no:cacheprovider --reports-dir /tmp/store-ci --run-name ci
+    python benchmarks/store_scale.py build /tmp/store-ci/ci /tmp/store-5x --copies 5 --variants 6
+    python benchmarks/store_scale.py measure /tmp/store-5x
 """
 from __future__ import annotations
 
@@ -22,14 +22,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from conformance.store import examples
+
 WORKERS = 4
 
 
-def _renamed(record: dict[str, Any], variant: int) -> dict[str, Any]:
-    """The record as if it came from another op (variant > 0): more groups, as a full suite has."""
-    if variant == 0 or "test" not in record:
+def _renamed(record: dict[str, Any], suffix: str) -> dict[str, Any]:
+    """The record as if it came from another op: more groups, as a larger suite has."""
+    if not suffix or "test" not in record:
         return record
-    suffix = f"_s{variant}"
     out = dict(record)
     out["test"] = record["test"] + suffix
     out["op"] = str(record.get("op", "")) + suffix
@@ -38,8 +42,8 @@ def _renamed(record: dict[str, Any], variant: int) -> dict[str, Any]:
     return out
 
 
-def build(source: Path, out: Path, lines: int, variants: int) -> None:
-    """Replicate `source`'s records into `out` until it holds about `lines` lines."""
+def build(source: Path, out: Path, copies: int, variants: int) -> None:
+    """`copies` copies of `source`'s journal and examples in `out`, renamed over `variants` op names."""
     parsed = []
     for path in sorted((source / "outcomes").glob("*.jsonl")):
         for text in path.read_text(encoding="utf-8").splitlines():
@@ -47,33 +51,34 @@ def build(source: Path, out: Path, lines: int, variants: int) -> None:
                 parsed.append(json.loads(text))
             except json.JSONDecodeError:
                 continue
-    copies = max(1, lines // max(1, len(parsed)))
+    table, _ = examples.read_table(source)
     shutil.rmtree(out, ignore_errors=True)
     (out / "outcomes").mkdir(parents=True)
+    (out / examples.FOLDER).mkdir()
     for folder in ("environment", "artifacts"):
         if (source / folder).is_dir():
             shutil.copytree(source / folder, out / folder)
-    streams = [open(out / "outcomes" / f"gw{w}.jsonl", "w", encoding="utf-8") for w in range(WORKERS)]
-    span = 1 + max((r.get("id", 0) for r in parsed if r.get("kind") == "case"), default=0)
-    written = 0
+    parts: dict[int, list[Any]] = {w: [] for w in range(WORKERS)}
+    lines = 0
     for copy in range(copies):
-        stream, offset = streams[copy % WORKERS], (copy // WORKERS) * span
-        variant_records = [_renamed(r, copy % variants) for r in parsed]
-        for record in variant_records:
-            if record.get("kind") == "case":
-                case = json.dumps(record["case"], sort_keys=True, separators=(",", ":"))
-                stream.write(f'{{"id": {record["id"] + offset}, "kind": "case","case":{case}}}\n')
-            elif "case_id" in record:
-                stream.write(json.dumps(record | {"case_id": record["case_id"] + offset}, sort_keys=True) + "\n")
-            else:
-                stream.write(json.dumps(record, sort_keys=True) + "\n")
-            written += 1
-    for stream in streams:
-        stream.close()
+        worker, suffix = copy % WORKERS, f"_s{copy % variants}" if copy % variants else ""
+        with open(out / "outcomes" / f"gw{worker}.jsonl", "a", encoding="utf-8") as stream:
+            for record in parsed:
+                stream.write(json.dumps(_renamed(record, suffix), sort_keys=True) + "\n")
+                lines += 1
+        renamed = table
+        if suffix:
+            for column in ("test", "op"):
+                renamed = renamed.set_column(renamed.schema.get_field_index(column), column,
+                                             pc.binary_join_element_wise(renamed.column(column), suffix, ""))
+        parts[worker].append(renamed)
+    for worker, tables in parts.items():
+        if tables:
+            examples.write_parquet(pa.concat_tables(tables), out / examples.FOLDER / f"gw{worker}.parquet")
     (out / "summary.json").write_text(json.dumps({"complete": True}))
-    size = sum(p.stat().st_size for p in (out / "outcomes").iterdir())
-    print(f"{out}: {written} lines ({copies} copies of {len(parsed)}, {variants} op variants), "
-          f"{size / 2**20:.0f} MiB of outcome files")
+    size = sum(p.stat().st_size for folder in ("outcomes", examples.FOLDER) for p in (out / folder).iterdir())
+    print(f"{out}: {lines} journal lines and {copies * table.num_rows} example rows ({copies} copies, {variants} op "
+          f"variants), {size / 2**20:.0f} MiB of journal and examples")
 
 
 def measure(run: Path, pythonpath: str | None) -> None:
@@ -98,14 +103,14 @@ def main() -> None:
     made = commands.add_parser("build", help="synthesise a large store from a real run")
     made.add_argument("source", type=Path)
     made.add_argument("out", type=Path)
-    made.add_argument("--lines", type=int, default=1_500_000)
+    made.add_argument("--copies", type=int, default=5)
     made.add_argument("--variants", type=int, default=6, help="op names the copies are spread over")
     timed = commands.add_parser("measure", help="time `summary` and `report` on a store")
     timed.add_argument("run", type=Path)
     timed.add_argument("--pythonpath", default=None, help="import conformance from here (an older checkout)")
     args = parser.parse_args()
     if args.command == "build":
-        build(args.source, args.out, args.lines, args.variants)
+        build(args.source, args.out, args.copies, args.variants)
     else:
         measure(args.run, args.pythonpath)
 

@@ -7,18 +7,16 @@ sampled random parameters, and called.  On accelerators the call runs with a
 """
 from __future__ import annotations
 
-import contextlib
 import signal
 import threading
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_map
 
-from conformance.placement import PlacementLog, is_device_mix_error, is_library, is_plumbing, left_behind
+from conformance import isa, isa_feed
+from conformance.placement import PlacementLog, is_device_mix_error, is_library, is_plumbing, left_behind, map_leaves
 from conformance.recipes import Case
 from conformance.spec import OpSpec, Sampled
 from conformance.targets import Target
@@ -42,25 +40,34 @@ def set_case_timeout(seconds: float) -> None:
     _limits["case_timeout_s"] = max(0.0, seconds)
 
 
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise CaseTimeout in the op after `seconds` (Python code only; the main thread of a
-    POSIX process, which pytest and its xdist workers are; elsewhere no limit)."""
-    usable = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
+class time_limit:  # noqa: N801 - used like the context manager function it replaced
+    """Raise CaseTimeout in the op after `seconds` (Python code only; the main thread of a POSIX process,
+    which pytest and its xdist workers are; elsewhere no limit).  The process's SIGALRM handler is saved and
+    restored around the call (pytest-timeout, for one, uses SIGALRM too).  A class, not a generator: it
+    wraps every op call."""
 
-    def expire(signum, frame):
-        raise CaseTimeout(f"the op ran longer than the per-case limit of {seconds:g} s (--case-timeout)")
+    __slots__ = ("seconds", "previous")
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds if seconds > 0 and _CAN_ALARM and threading.current_thread() is _MAIN else 0.0
+        self.previous: Any = None
+
+    def _expire(self, signum: int, frame: Any) -> None:
+        raise CaseTimeout(f"the op ran longer than the per-case limit of {self.seconds:g} s (--case-timeout)")
+
+    def __enter__(self) -> None:
+        if self.seconds:
+            self.previous = signal.signal(signal.SIGALRM, self._expire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.seconds:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+
+_CAN_ALARM = hasattr(signal, "setitimer")
+_MAIN = threading.main_thread()
 
 
 @dataclass
@@ -70,7 +77,7 @@ class OpRun:
 
     output: Any = None
     error: str | None = None  # describe_error(): type, message, raising frame
-    error_text: str | None = None  # the full traceback
+    trace: Any = None  # the traceback as text, or an ErrorTrace formatted when first read
     error_type: type[BaseException] | None = None  # the class only: no frames are kept
     error_message: str = ""
     timed_out: bool = False  # the harness cut the call at --case-timeout
@@ -85,29 +92,81 @@ class OpRun:
         return getattr(self.output, "nbytes", 1024)
 
     @property
+    def error_text(self) -> str | None:
+        """The full traceback (formatted on first use: with Python's carets it costs more than many ops, and most
+        errors, an invalid input's expected one, are never shown)."""
+        if isinstance(self.trace, ErrorTrace):
+            self.trace = self.trace.format()
+        return self.trace
+
+    @property
     def raised(self) -> str | None:
         """The exception class name, or None when the call returned."""
         return self.error_type.__name__ if self.error_type is not None else None
 
     def fail(self, exc: BaseException) -> None:
         self.error = describe_error(exc)
-        self.error_text = "".join(traceback.format_exception(exc))
+        self.trace = ErrorTrace.capture(exc)
         self.error_type = type(exc)
         self.error_message = str(exc)
         self.mixed_devices = is_device_mix_error(str(exc))
 
 
+def _frames(tb: Any) -> list[tuple[str, int, str]]:
+    """(file, line, function) of a traceback's frames, read from the frames themselves: the traceback module's
+    extraction checks every file's modification time, a system call per frame (an expected error per case)."""
+    return [(frame.f_code.co_filename, lineno, frame.f_code.co_name) for frame, lineno in traceback.walk_tb(tb)]
+
+
+CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
+CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
+@dataclass(frozen=True)
+class ErrorTrace:
+    """An exception's traceback as plain data (no frames, so no tensors kept alive), chained exceptions included,
+    formatted like Python's own when first shown."""
+
+    parts: tuple[tuple[str, tuple[tuple[str, int, str], ...], str], ...]  # oldest first: (link, frames, exception)
+
+    @classmethod
+    def capture(cls, exc: BaseException) -> "ErrorTrace":
+        parts, seen, current, link = [], set(), exc, ""
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            parts.append((link, tuple(_frames(current.__traceback__)),
+                          "".join(traceback.format_exception_only(type(current), current))))
+            if current.__cause__ is not None:
+                current, link = current.__cause__, CAUSE
+            elif current.__context__ is not None and not current.__suppress_context__:
+                current, link = current.__context__, CONTEXT
+            else:
+                current = None
+        parts.reverse()  # the newest exception last, each link moved to the part it introduces
+        links = [link for link, _, _ in reversed(parts)]
+        return cls(tuple((links[i], frames, text) for i, (_, frames, text) in enumerate(parts)))
+
+    def format(self) -> str:
+        out = []
+        for link, frames, text in self.parts:
+            out.append(link)
+            if frames:
+                out.append("Traceback (most recent call last):\n")
+                out.extend(traceback.StackSummary.from_list([(f, n, name, None) for f, n, name in frames]).format())
+            out.append(text)
+        return "".join(out)
+
+
 def describe_error(exc: BaseException) -> str:
     """Exception type and message, where it was raised and the library line that called into torch."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not is_plumbing(f.filename)]
+    frames = [f for f in _frames(exc.__traceback__) if not is_plumbing(f[0])]
     where = ""
     if frames:
         raised = frames[-1]
-        where = f" (raised at {raised.filename}:{raised.lineno} in {raised.name}"
-        library = [f for f in frames if is_library(f.filename)]
+        where = f" (raised at {raised[0]}:{raised[1]} in {raised[2]}"
+        library = [f for f in frames if is_library(f[0])]
         if library and library[-1] is not raised:
-            where += f", called from {library[-1].filename}:{library[-1].lineno} in {library[-1].name}"
+            where += f", called from {library[-1][0]}:{library[-1][1]} in {library[-1][2]}"
         where += ")"
     return f"{type(exc).__name__}: {str(exc).strip()}{where}"
 
@@ -136,7 +195,7 @@ def seed_everything(seed: int, kind: str) -> None:
 
 def on_target(value: Any, target: Target) -> Any:
     """Sampled parameters moved to a target (tensors moved, everything else as is)."""
-    return tree_map(lambda v: target.put(v) if isinstance(v, torch.Tensor) else v, value)
+    return map_leaves(lambda v: target.put(v) if isinstance(v, torch.Tensor) else v, value)
 
 
 def sample_params(spec: OpSpec, host_input: torch.Tensor, case: Case) -> Sampled | None:
@@ -197,22 +256,36 @@ def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampl
     return run
 
 
-def _run_in_isa_worker(spec: OpSpec, case: Case, target: Target, sampled: Sampled | None) -> OpRun:
-    """The case in the worker process of an ISA target (it rebuilds the input from the recipe)."""
-    from conformance import isa
+def isa_request(spec: OpSpec, case: Case, sampled: Sampled | None) -> dict[str, Any] | None:
+    """What an ISA target's worker process needs to run the case (it rebuilds the input from the recipe);
+    None for an op no case module defined (the worker could not load it)."""
     from conformance.spec import SOURCES
 
-    run = OpRun()
     if spec.name not in SOURCES:
+        return None
+    return {"source": SOURCES[spec.name], "op": spec.name, "case": case.json, "timeout": _limits["case_timeout_s"],
+            "sampled": sampled}
+
+
+def prefetch_on_isa(spec: OpSpec, case: Case, target: Target, sampled: Sampled | None) -> None:
+    """Hand the case to the ISA target's worker now, so that its answer is ready when an item asks."""
+    request = isa_request(spec, case, sampled)
+    if request is not None:
+        isa_feed.worker(target.level).submit((spec.name, case.key), request)  # type: ignore[attr-defined]
+
+
+def _run_in_isa_worker(spec: OpSpec, case: Case, target: Target, sampled: Sampled | None) -> OpRun:
+    """The case in the worker process of an ISA target (its answer may already be waiting)."""
+    run = OpRun()
+    request = isa_request(spec, case, sampled)
+    if request is None:
         run.not_emulatable = f"{spec.name} was not defined by a case module (no source file to load it from)"
         return run
-    answer = isa.worker(target.level).call(  # type: ignore[attr-defined]
-        {"source": SOURCES[spec.name], "op": spec.name, "case": case.json, "timeout": _limits["case_timeout_s"],
-         "sampled": sampled}, _limits["case_timeout_s"])
+    answer = isa_feed.worker(target.level).call((spec.name, case.key), request)  # type: ignore[attr-defined]
     if answer.unavailable is not None:
         run.not_emulatable = answer.unavailable
     elif answer.error is not None:
-        run.error, run.error_text, run.error_message = answer.error, answer.error, answer.error_message
+        run.error, run.trace, run.error_message = answer.error, answer.error, answer.error_message
         run.error_type = CaseTimeout if answer.timed_out else isa.error_class(answer.error_type)
         run.timed_out = answer.timed_out
         run.mixed_devices = is_device_mix_error(answer.error_message)

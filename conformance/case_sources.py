@@ -39,14 +39,23 @@ class CaseSources:
         self.replay = replay
         self.saved_from = saved_from  # a run or baseline folder: only its cases, nothing drawn
         self._plans: dict[PlanKey, list[Case]] = dict(saved or {})
+        self._strategies: dict[tuple[str, str, str], st.SearchStrategy[Case]] = {}
 
     @property
     def kind(self) -> str:
         return "replayed" if self.replay is not None else "saved" if self.saved_from is not None else "drawn"
 
     def strategy(self, spec: Any, dtype: str, mode: str) -> st.SearchStrategy[Case]:
-        """What the item's hypothesis test draws from (the one case under --replay)."""
-        return st.just(self.replay) if self.replay is not None else spec.cases(dtype, mode)
+        """What the item's hypothesis test draws from (the one case under --replay); built once per op, dtype and
+        mode: hypothesis validates a strategy object the first time it draws from it, on every example for a
+        freshly built one."""
+        if self.replay is not None:
+            return st.just(self.replay)
+        key = (spec.name, dtype, mode)
+        found = self._strategies.get(key)
+        if found is None:
+            found = self._strategies[key] = spec.cases(dtype, mode)
+        return found
 
     def planned(self, key: PlanKey) -> list[Case] | None:
         """Cases to check in order instead of drawing: saved ones, or another target's draw."""

@@ -12,12 +12,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from conformance.results import format_table, was_complete, write_summary
+from conformance.results import StoreError, format_table, was_complete, write_summary
 
 USAGE_ERROR = 4  # pytest's exit code for usage errors, so scripts can treat both alike
 
@@ -37,11 +39,47 @@ def _plugin_value_options() -> set[str]:
             if option.attrs().get("action", "store") in ("store", "append") for name in option.names()}
 
 
+WORKERS_ENV = "CONFORMANCE_WORKERS_CHOSEN"  # how many xdist workers `run` chose (for the run's header)
+# Options after which one process is what the user needs: a debugger, unbuffered output, one case,
+# collection only; and those by which the user chose the process count or turned xdist off.
+SERIAL_OPTIONS = ("--pdb", "--trace", "-s", "--capture=no", "--replay", "--co", "--collect-only", "--setup-plan")
+CHOSEN_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "no:xdist")
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def workers_for(args: list[str]) -> int:
+    """How many pytest-xdist workers `run` starts: one per core, unless the arguments chose (-n, --dist,
+    -p no:xdist), ask for one process (--pdb, -s, --replay, --co) or xdist is not installed."""
+    words = [*args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    if any(w in CHOSEN_OPTIONS or w.startswith(("-n", "--numprocesses=", "--dist=", "-pno:xdist")) or w in
+           SERIAL_OPTIONS or w.startswith(("--replay=", "--capture=no")) for w in words):
+        return 0
+    if importlib.util.find_spec("xdist") is None:
+        return 0
+    count = cores()
+    return count if count > 1 else 0
+
+
 def pytest_command(args: list[str]) -> list[str]:
     """The pytest arguments for `run`.  What to collect is pytest's own decision: ./cases is its
     `testpaths`, used when the arguments name no file or folder.  Plugin options are joined to their
     values (`--reports-dir=DIR`), because pytest finds its rootdir before it loads plugins and would
-    take a separate value that is an existing path for a path to test."""
+    take a separate value that is an existing path for a path to test.  Unless the user chose otherwise,
+    the run uses every core (`-n <cores>`, see `workers_for`)."""
+    joined = _joined(args)
+    workers = workers_for(joined)
+    return (["--conformance"] + (["-o", "testpaths=cases"] if Path("cases").is_dir() else [])
+            + ([f"-n{workers}"] if workers else []) + joined)
+
+
+def _joined(args: list[str]) -> list[str]:
     joined, values = [], _plugin_value_options() | set(HYPOTHESIS_VALUE_OPTIONS)
     args = list(args)
     while args:
@@ -49,14 +87,16 @@ def pytest_command(args: list[str]) -> list[str]:
         if arg in values and args:
             arg = f"{arg}={args.pop(0)}"
         joined.append(arg)
-    return ["--conformance"] + (["-o", "testpaths=cases"] if Path("cases").is_dir() else []) + joined
+    return joined
 
 
-def run_pytest(pytest_args: list[str]) -> int:
+def run_pytest(pytest_args: list[str], workers: int = 0) -> int:
     """pytest in a child process (it must import and assert-rewrite the plugin itself).  Ctrl-C reaches
     the child too, which ends the run as interrupted (summary and report marked incomplete, exit 2):
-    this process waits for that instead of killing it; SIGTERM is passed on for the same ending."""
-    child = subprocess.Popen([sys.executable, "-m", "pytest", *pytest_args])
+    this process waits for that instead of killing it; SIGTERM is passed on for the same ending.
+    `workers`: the xdist workers `run` chose itself (the header says so)."""
+    env = dict(os.environ, **({WORKERS_ENV: str(workers)} if workers else {}))
+    child = subprocess.Popen([sys.executable, "-m", "pytest", *pytest_args], env=env)
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signal.SIGTERM))
     try:
         while True:
@@ -69,7 +109,7 @@ def run_pytest(pytest_args: list[str]) -> int:
 
 
 def _run(pytest_args: list[str]) -> int:
-    return run_pytest(pytest_command(pytest_args))
+    return run_pytest(pytest_command(pytest_args), workers_for(_joined(pytest_args)))
 
 
 def _summary(run_dir: Path) -> int:
@@ -78,7 +118,11 @@ def _summary(run_dir: Path) -> int:
         return USAGE_ERROR
     previous = run_dir / "summary.json"
     complete = was_complete(run_dir)
-    summary = write_summary(run_dir, complete=complete)
+    try:
+        summary = write_summary(run_dir, complete=complete)
+    except StoreError as exc:
+        print(f"conformance summary: {exc}", file=sys.stderr)
+        return USAGE_ERROR
     for line in format_table(summary, full=True):
         print(line)
     if not complete:
@@ -93,7 +137,11 @@ def _report(run_dir: Path) -> int:
     if not (run_dir / "outcomes").is_dir():
         print(f"conformance report: {run_dir} has no outcomes/ folder (not a run folder)", file=sys.stderr)
         return USAGE_ERROR
-    print(f"report: {build_report(run_dir)}")
+    try:
+        print(f"report: {build_report(run_dir)}")
+    except StoreError as exc:
+        print(f"conformance report: {exc}", file=sys.stderr)
+        return USAGE_ERROR
     return 0
 
 
@@ -102,7 +150,7 @@ def _merge(run_dirs: list[Path], out: Path, labels: list[str] | None) -> int:
 
     try:
         index = merge_runs(run_dirs, out, labels)
-    except MergeError as exc:
+    except (MergeError, StoreError) as exc:
         print(f"conformance merge: {exc}", file=sys.stderr)
         return USAGE_ERROR
     print(f"report: {index}")

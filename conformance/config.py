@@ -20,7 +20,7 @@ from conformance.options import TARGETS_ENV, VIRTUAL_ENV
 
 # Options whose presence means the user asked for a conformance run (and their defaults).
 _OPTION_DEFAULTS: dict[str, Any] = {
-    "targets": None, "virtual_devices": None, "virtual_findings": "fail", "group_by": "auto",
+    "targets": None, "virtual_devices": None, "virtual_findings": "fail", "fail_on_warning": False, "group_by": "auto",
     "case_timeout": None, "replay": None, "cases_from": None, "baseline": None, "record_outputs": None,
     "reports_dir": None, "run_name": None, "max_examples": None, "tolerances": None, "known_issues": [],
 }
@@ -53,6 +53,7 @@ class RunConfig:
     baseline: Path | None
     record_outputs: Path | None
     virtual_findings: str
+    fail_on_warning: bool
     hypothesis_settings: Any = field(compare=False)  # the settings every spec test runs with
 
     @property
@@ -109,7 +110,7 @@ def build(config: pytest.Config) -> RunConfig:
         cases_from=Path(cases_from) if cases_from is not None else None,
         baseline=Path(baseline) if baseline is not None else None,
         record_outputs=Path(record) if record is not None else None,
-        virtual_findings=config.getoption("virtual_findings"),
+        virtual_findings=config.getoption("virtual_findings"), fail_on_warning=config.getoption("fail_on_warning"),
         hypothesis_settings=spec_settings(config))
 
 

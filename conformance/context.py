@@ -86,9 +86,8 @@ class CaseContext:
         return measure_peers(self)
 
     def tolerance(self, check: str):
-        """Tolerances are keyed by the test item's dtype (the input's), mode and target."""
-        return self.spec.tolerance(check, self.case.recipe.dtype, self.mode, self.target.name,
-                                   getattr(self.shared, "overrides", ()))
+        """Tolerances are keyed by the test item's dtype (the input's), mode and target (looked up once each)."""
+        return self.shared.tolerance(self.spec, check, self.case.recipe.dtype, self.mode, self.target.name)
 
     def outcome(self, check: str) -> "CheckOutcome | None":
         """The check's outcome for this case (None: it does not apply to what happened), computed once."""

@@ -10,13 +10,20 @@ is used unless the user chose a mode.
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conformance.item_ids import parse_item_id, worker_group
+
+ISA_ENV = "ATEN_CPU_CAPABILITY"
 
 
 def group_by(chosen: str, targets: list[Any]) -> str:
@@ -41,9 +48,11 @@ def configure(config: pytest.Config, run_dir: Path, cfg: Any | None) -> None:
     if cfg is not None and getattr(config.option, "dist", "no") == "load" and not dist_chosen(config):
         config.option.dist = "loadgroup"  # -n alone means "load", which ignores the groups
     workers = getattr(config.option, "numprocesses", None)
+    hooks = XdistHooks(run_dir, cfg)
     if cfg is not None and isinstance(workers, int) and workers > 1:
         share_threads(workers)
-    config.pluginmanager.register(XdistHooks(run_dir, cfg), "conformance-xdist")
+        hooks.start_isa_workers()
+    config.pluginmanager.register(hooks, "conformance-xdist")
 
 
 def share_torch_threads(workers: int) -> None:
@@ -63,13 +72,49 @@ def share_threads(workers: int) -> None:
 
 
 class XdistHooks:
-    """Hands the controller's run folder to every worker; records items whose worker died."""
+    """Hands the controller's run folder (and its shared ISA workers) to every worker; records items whose
+    worker died."""
 
     def __init__(self, run_dir: Path, cfg: Any | None) -> None:
         self.run_dir, self.cfg = run_dir, cfg
+        self.isa_workers: list[subprocess.Popen] = []
+        self.isa_paths: dict[str, str] = {}
+        self.isa_folder: str | None = None
+
+    def start_isa_workers(self) -> None:
+        """One worker per ISA level for every xdist worker to share (conformance.isa_feed): a process's
+        start-up (torch and the libraries under test) is paid once per level, not once per xdist worker."""
+        levels = [t.level for t in self.cfg.targets if getattr(t, "level", None) is not None]
+        if not levels:
+            return
+        self.isa_folder = tempfile.mkdtemp(prefix="conformance-isa-")
+        for level in levels:
+            path = os.path.join(self.isa_folder, f"{level}.sock")
+            env = dict(os.environ, **{ISA_ENV: level})
+            env.pop("CONFORMANCE_TARGETS", None)
+            self.isa_workers.append(subprocess.Popen(
+                [sys.executable, "-m", "conformance.isa_worker", "--listen", path], stdin=subprocess.PIPE, env=env))
+            self.isa_paths[level] = path
 
     def pytest_configure_node(self, node) -> None:
         node.workerinput["conformance_run_dir"] = str(self.run_dir)
+        if self.isa_paths:
+            node.workerinput["conformance_isa"] = json.dumps(self.isa_paths)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The shared ISA workers end when their stdin closes."""
+        for process in self.isa_workers:
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+        for process in self.isa_workers:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        if self.isa_folder is not None:
+            shutil.rmtree(self.isa_folder, ignore_errors=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """On the controller: a worker that died mid-item (os.abort, a segfault) is recorded, with

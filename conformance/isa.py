@@ -8,24 +8,30 @@ path) is its cross-device baseline, and the reference checks it like any target.
 
 Only what crosses a process boundary is checked there: errors, values against the reference and
 against the cpu, fidelity, baselines.  Placement, mutation and module checks stay with the cpu.
+
+This module holds what both ends share: the levels, the messages (pickled plain values, tensors as
+numpy arrays: both ends are this harness's own processes, talking over their own pipes or socket) and
+the answer.  `isa_feed` feeds a worker ahead of the items that need its outputs; `isa_worker` is the
+worker process (one per pytest process, or one per level shared by pytest-xdist's workers).
 """
 from __future__ import annotations
 
-import io
-import os
+import pickle
 import platform
+import signal
 import struct
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 ORDER = {"x86_64": ["default", "avx2", "avx512"], "AMD64": ["default", "avx2", "avx512"],
          "aarch64": ["default", "sve256"], "arm64": ["default", "sve256"], "s390x": ["default", "zvector"]}
 CHECKS = frozenset({"error", "reference", "fidelity", "cross_device", "baseline"})
 ENV = "ATEN_CPU_CAPABILITY"
+HEADER = struct.Struct("<Q")
 
 
 def lower_levels() -> list[str]:
@@ -40,23 +46,63 @@ def lower_levels() -> list[str]:
     return order[:order.index(best)]
 
 
+# -- what crosses the pipe -------------------------------------------------------------------
+class _Tensor:
+    """A tensor in transit: its values as a numpy array (bfloat16 as its 16-bit pattern) and its dtype."""
+
+    __slots__ = ("array", "dtype")
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        tensor = tensor.detach().cpu()
+        self.dtype = str(tensor.dtype).removeprefix("torch.")
+        self.array = (tensor.view(torch.int16) if tensor.dtype == torch.bfloat16 else tensor).numpy()
+
+    def tensor(self) -> torch.Tensor:
+        found = torch.from_numpy(np.ascontiguousarray(self.array))
+        return found.view(torch.bfloat16) if self.dtype == "bfloat16" else found
+
+
+def plain(value: Any) -> Any:
+    """`value` with every tensor (in dicts, lists and tuples) replaced by a picklable `_Tensor`."""
+    if isinstance(value, torch.Tensor):
+        return _Tensor(value)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(plain(v) for v in value)
+    return value
+
+
+def tensors(value: Any) -> Any:
+    """The inverse of `plain`."""
+    if isinstance(value, _Tensor):
+        return value.tensor()
+    if isinstance(value, dict):
+        return {k: tensors(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(tensors(v) for v in value)
+    return value
+
+
+def frame(value: Any) -> bytes:
+    data = pickle.dumps(plain(value), protocol=5)
+    return HEADER.pack(len(data)) + data
+
+
 def send(stream: Any, value: Any) -> None:
-    buffer = io.BytesIO()
-    torch.save(value, buffer)
-    data = buffer.getvalue()
-    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.write(frame(value))
     stream.flush()
 
 
 def receive(stream: Any) -> Any:
-    header = stream.read(8)
-    if len(header) < 8:
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
         raise EOFError("the ISA worker closed its pipe")
-    (size,) = struct.unpack("<Q", header)
+    (size,) = HEADER.unpack(header)
     data = stream.read(size)
     if len(data) < size:
         raise EOFError("the ISA worker closed its pipe mid-message")
-    return torch.load(io.BytesIO(data), weights_only=True)
+    return tensors(pickle.loads(data))
 
 
 @dataclass
@@ -69,59 +115,6 @@ class Answer:
     unavailable: str | None = None  # this level cannot be run here (the worker could not start or refused it)
 
 
-class IsaWorker:
-    """One worker process per level, started on first use and restarted after it dies."""
-
-    def __init__(self, level: str) -> None:
-        self.level = level
-        self.process: subprocess.Popen | None = None
-        self.unavailable: str | None = None
-
-    def _start(self) -> None:
-        env = dict(os.environ, **{ENV: self.level})
-        env.pop("CONFORMANCE_TARGETS", None)
-        self.process = subprocess.Popen([sys.executable, "-m", "conformance.isa_worker"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, env=env)
-        try:
-            hello = receive(self.process.stdout)
-        except EOFError:
-            self.unavailable = f"the {ENV}={self.level} worker did not start (exit {self.process.wait()})"
-            return
-        if hello.get("capability", "").lower() != self.level:
-            self.unavailable = (f"{ENV}={self.level} was not honoured: the worker runs with "
-                                f"{hello.get('capability')!r} (torch {torch.__version__})")
-
-    def call(self, request: dict[str, Any], timeout: float) -> Answer:
-        if self.process is None or self.process.poll() is not None:
-            if self.unavailable is None:
-                self._start()
-        if self.unavailable is not None:
-            return Answer(unavailable=self.unavailable)
-        assert self.process is not None
-        try:
-            send(self.process.stdin, request)
-            reply = receive(self.process.stdout)
-        except (EOFError, BrokenPipeError, OSError):
-            code = self.process.wait()
-            self.process = None
-            return Answer(error=f"the {ENV}={self.level} worker process died while running the op (exit {code})",
-                          error_type="builtins:RuntimeError", error_message=f"worker exit {code}")
-        return Answer(**reply)
-
-    def close(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.stdin.close()
-            self.process.wait(timeout=10)
-
-
-_workers: dict[str, IsaWorker] = {}
-
-
-def worker(level: str) -> IsaWorker:
-    if level not in _workers:
-        _workers[level] = IsaWorker(level)
-    return _workers[level]
-
 
 def error_class(name: str | None) -> type[BaseException]:
     """The raised class by its module and name, or a stand-in of the same name."""
@@ -132,3 +125,9 @@ def error_class(name: str | None) -> type[BaseException]:
     if isinstance(found, type) and issubclass(found, BaseException):
         return found
     return type(qualname.rpartition(".")[2] or "Exception", (Exception,), {})
+
+
+def ignore_interrupts() -> None:
+    """In a worker: Ctrl-C reaches the whole process group, but the worker ends when its parent closes
+    the pipe (printing no traceback of its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -7,6 +7,7 @@ a typo, not a scope: it would silently match nothing, so the item says so.
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ class IssueBook:
         self._explicit = list(explicit_files)
         self._by_file: dict[Path, list[ki.KnownIssue]] = {}
         self._cells: dict[Cell, list[tuple[str, str]]] | None = None  # cell -> (nodeid, check) in run order
-        self._strictness: dict[tuple[str, Cell], list[bool]] = {}  # (issue, cell) -> [exercised, reproduced]
+        self._strictness: dict[tuple[str, Cell], list[Any]] = {}  # (issue, cell) -> [cases in scope, reproduced]
         self._announced: set[str] = set()
 
     def files_for(self, module_path: Path) -> list[Path]:
@@ -64,27 +65,33 @@ class IssueBook:
             if found is not None:
                 self._cells.setdefault(found[0], []).append((nodeid, found[1]))
 
-    def stale(self, nodeid: str, check: str, op: str, applicable: list[ki.KnownIssue],
-              exercised: set[str], reproduced: set[str]) -> list[ki.KnownIssue]:
-        """Strict entries that no item of this cell reproduced although cases in their scope were drawn."""
-        found = cell_of(nodeid)
-        if found is None:
-            return []
-        cell, _ = found
+    def stale(self, nodeid: str, check: str, op: str, applicable: list[ki.KnownIssue], in_scope: Counter,
+              reproduced: set[str]) -> ki.Staleness:
+        """Strict entries that no item of this cell reproduced, judged at the cell's last item they apply to:
+        fixed when the cases in their scope would have shown them (else a note: too few to tell)."""
+        found = ki.Staleness()
+        cell_found = cell_of(nodeid)
+        if cell_found is None:
+            return found
+        cell, _ = cell_found
         items = (self._cells or {}).get(cell, [(nodeid, check)])
         position = next((n for n, (other, _) in enumerate(items) if other == nodeid), len(items) - 1)
         _, target, dtype, mode = cell
-        stale = []
         for issue in applicable:
             if not issue.strict:
                 continue
-            seen = self._strictness.setdefault((issue.id, cell), [False, False])
-            seen[0] |= issue.id in exercised
+            seen = self._strictness.setdefault((issue.id, cell), [0, False])
+            seen[0] = max(seen[0], in_scope[issue.id])  # every item of a cell checks the same cases
             seen[1] |= issue.id in reproduced
             later = [c for _, c in items[position + 1:] if issue.applies_to(op, target, dtype, mode, c)]
-            if not later and seen[0] and not seen[1]:
-                stale.append(issue)
-        return stale
+            if later or not seen[0] or seen[1]:
+                continue
+            chance = issue.unseen_chance(seen[0])
+            if chance < ki.FIXED_ALPHA:
+                found.fixed.append((issue, seen[0], chance))
+            else:
+                found.too_few.append((issue, seen[0]))
+        return found
 
 
 def unknown_where_keys(applicable: list[ki.KnownIssue], features_seen: set[str]) -> list[str]:

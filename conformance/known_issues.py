@@ -29,19 +29,26 @@ File format (TOML), one `[[issue]]` table per entry:
     max_abs = 44                                # largest |difference| it explains (the check's max abs diff)
     max_mismatch_fraction = 0.3                 # largest fraction of elements beyond the tolerance it explains
     max_case_fraction = 0.25                    # how often it may fail among the item's cases in scope
+    min_case_fraction = 0.3                     # how often at least it fails among cases in scope (deep sweeps)
     max_psnr_gap = 20                           # fidelity: most dB it may lose beyond the reference
     min_psnr = 6                                # PSNR-judged checks: the lowest PSNR it explains
     versions = { torchvision = ">=0.16" }       # PEP 440 specifiers over the imported versions; default: any
     link = "https://github.com/pytorch/vision/issues/8399"
     reason = "why it diverges"
     strict = true                               # false: may or may not reproduce
+
+Strict, judged with the sample size: an entry that reproduced in none of the n cases in its scope of a
+cell (op, target, dtype, mode: every check item of it) fails the cell's last item as fixed only when,
+reproducing in `min_case_fraction` of its cases (default DEFAULT_MIN_CASE_FRACTION where no sweep has
+measured it), it would have shown in n cases but for a chance below FIXED_ALPHA; otherwise too few cases
+were in scope to tell, and the item only notes it (a short `--max-examples` run stays green).
 """
 from __future__ import annotations
 
 import fnmatch
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +59,18 @@ from conformance.tables import check_fields, read_entries
 
 _LIST_FIELDS = ("targets", "dtypes", "modes", "checks")
 _BOUNDS = ("max_abs", "max_mismatch_fraction", "max_case_fraction", "max_psnr_gap", "min_psnr")
-_FIELDS = {"id", "op", "link", "reason", "strict", "versions", "where", "match", *_LIST_FIELDS, *_BOUNDS}
+_FIELDS = {"id", "op", "link", "reason", "strict", "versions", "where", "match", "min_case_fraction", *_LIST_FIELDS,
+           *_BOUNDS}
 VALUE_CHECKS = ("reference", "cross_device", "fidelity")
 # One-sided binomial test: a known issue reproducing more often than its envelope allows fails its item
 # only when chance explains the excess with probability below this (no false alarms on a few cases).
 CASE_FRACTION_ALPHA = 1e-3
+# A strict entry that did not reproduce is called fixed only when it would have shown with at least this
+# probability: (1 - least case fraction) ** cases in scope < FIXED_ALPHA.
+FIXED_ALPHA = 1e-3
+# The least share of its in-scope cases an entry is assumed to reproduce in, where no sweep measured it
+# (min_case_fraction): 25 cases in scope without one are then needed to call it fixed.
+DEFAULT_MIN_CASE_FRACTION = 0.25
 _LINK_PREFIXES = ("https://", "http://", "docs/")
 
 
@@ -82,8 +96,23 @@ class KnownIssue:
     max_case_fraction: float | None = None
     max_psnr_gap: float | None = None
     min_psnr: float | None = None
+    min_case_fraction: float | None = None
     strict: bool = True
     source: str = ""
+
+    @property
+    def least_case_fraction(self) -> float:
+        """The share of its in-scope cases it reproduces in at least (measured, or the default)."""
+        return self.min_case_fraction if self.min_case_fraction is not None else DEFAULT_MIN_CASE_FRACTION
+
+    def unseen_chance(self, in_scope: int) -> float:
+        """The chance that it reproduces in none of `in_scope` cases if it is still there."""
+        return (1.0 - self.least_case_fraction) ** in_scope
+
+    def cases_to_call_fixed(self) -> int:
+        """How many cases in scope without a reproduction call it fixed."""
+        rate = self.least_case_fraction
+        return 1 if rate >= 1 else math.ceil(math.log(FIXED_ALPHA) / math.log1p(-rate))
 
     def versions_apply(self) -> bool:
         """Whether the imported libraries are in the entry's version ranges."""
@@ -135,7 +164,8 @@ class KnownIssue:
                 f"many: {chance:.1e}): a new regression inside its scope, or an entry to re-measure ({self.link})")
 
     def envelope(self) -> dict[str, object]:
-        found: dict[str, object] = {name: getattr(self, name) for name in _BOUNDS if getattr(self, name) is not None}
+        found: dict[str, object] = {name: getattr(self, name) for name in (*_BOUNDS, "min_case_fraction")
+                                    if getattr(self, name) is not None}
         if self.where:
             found["where"] = {k: list(v) for k, v in self.where}
         if self.match:
@@ -209,6 +239,15 @@ def _parse_entry(raw: dict, where: str) -> KnownIssue:
                 limit = "a fraction from 0 to 1" if fraction else "a number >= 0"
                 raise KnownIssuesError(f"{where}: {name!r} must be {limit}, got {value!r}")
             values[name] = float(value)
+    if "min_case_fraction" in raw:
+        value = raw["min_case_fraction"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+            raise KnownIssuesError(f"{where}: 'min_case_fraction' must be a fraction above 0 and at most 1, "
+                                   f"got {value!r}")
+        if value > values.get("max_case_fraction", 1.0):  # type: ignore[operator]
+            raise KnownIssuesError(f"{where}: 'min_case_fraction' {value} is above 'max_case_fraction' "
+                                   f"{values['max_case_fraction']}")
+        values["min_case_fraction"] = float(value)
     _require_envelope(raw, values, where)
     return KnownIssue(source=where, **values)  # type: ignore[arg-type]
 
@@ -236,3 +275,11 @@ def load(path: Path) -> list[KnownIssue]:
             raise KnownIssuesError(f"{issue.source}: duplicate id {issue.id!r}")
         seen.add(issue.id)
     return issues
+
+
+@dataclass
+class Staleness:
+    """What a cell's last item says of its strict entries that did not reproduce."""
+
+    fixed: list[tuple[KnownIssue, int, float]] = field(default_factory=list)  # (entry, cases in scope, chance)
+    too_few: list[tuple[KnownIssue, int]] = field(default_factory=list)  # (entry, cases in scope): a note only

@@ -123,6 +123,9 @@ def add_options(parser: pytest.Parser) -> None:
                          f"CUDA device is visible); env {VIRTUAL_ENV}")
     group.addoption("--virtual-findings", choices=("fail", "warn"), default="fail",
                     help="failures on virtual targets fail the gate (default) or are reported as warnings (xfail)")
+    group.addoption("--fail-on-warning", action="store_true", default=False,
+                    help="lesser findings (constant_upload, a baseline change inside tolerance) fail their items "
+                         "instead of being reported as warnings")
     group.addoption("--group-by", choices=("auto", "target", "variant"), default="auto",
                     help="how items are grouped for pytest-xdist (-n N; loadgroup is used unless --dist is given): "
                          "'target' keeps each worker on one device, 'variant' runs an op/dtype/mode on every "

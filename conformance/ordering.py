@@ -26,7 +26,7 @@ def variant_group(item: Any, spec: Any) -> tuple[str, str, str, str]:
 
 def operation_order(items: list[Any], spec_of: Callable[[Any], Any]) -> list[Any]:
     """Items sorted by their variant group's first appearance, then by target (in the order targets
-    first appear), then by test, keeping pytest's order within a test and target (checks); stable,
+    first appear, cpu instruction-set levels last), then by test, keeping pytest's order within a test and target (checks); stable,
     so the same on every xdist worker.  A group of one test keeps pytest's order exactly."""
     first_of_group: dict[tuple[str, str, str, str], int] = {}
     first_of_test: dict[tuple[str, str], int] = {}
@@ -38,6 +38,7 @@ def operation_order(items: list[Any], spec_of: Callable[[Any], Any]) -> list[Any
         target = str(item.callspec.params["target"])
         first_of_group.setdefault(group, index)
         first_of_test.setdefault(test, index)
-        target_rank.setdefault(target, len(target_rank))
+        # ISA targets last: their worker processes compute what the other targets' items hand them meanwhile
+        target_rank.setdefault(target, len(target_rank) + (1000 if target.startswith("cpu:") else 0))
         keyed.append((first_of_group[group], target_rank[target], first_of_test[test], index))
     return [items[k[3]] for k in sorted(keyed)]

@@ -21,8 +21,6 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
-from torch.utils.weak import WeakIdKeyDictionary
 
 aten = torch.ops.aten
 
@@ -30,13 +28,53 @@ aten = torch.ops.aten
 TRANSFER_OPS = frozenset({aten._to_copy.default, aten.copy_.default, aten._copy_from.default,
                           aten._copy_from_and_resize.default})
 SCALAR_READS = frozenset({aten._local_scalar_dense.default})
+# by identity: an OpOverload's __hash__ is Python code, and these are asked on every op
+TRANSFER_OP_IDS = frozenset(map(id, TRANSFER_OPS))
+SCALAR_READ_IDS = frozenset(map(id, SCALAR_READS))
 MIXED_DEVICE_MESSAGE = "Expected all tensors to be on the same device"
+TAINT = "_conformance_taint"  # attribute names of a log's marks on tensors (PlacementLog)
+ORIGIN = "_conformance_origin"
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Frames that only pass a call along (dispatch, dynamo wrappers, context managers).
 PLUMBING = (os.path.join(TORCH_DIR, "_ops.py"), os.path.join(TORCH_DIR, "utils", "_python_dispatch.py"),
             os.path.join(TORCH_DIR, "_dynamo", ""), os.path.join(TORCH_DIR, "_compile.py"), contextlib.__file__)
+
+
+_NODES = (tuple, list, dict)
+
+
+def leaves(*values: Any) -> list[Any]:
+    """The leaves of an op's arguments or results: what is inside plain tuples, lists and dicts (what aten
+    passes), found without pytree's per-node type registry, which cost more than most ops on small images."""
+    found: list[Any] = []
+    for value in values:
+        kind = type(value)
+        if kind is tuple or kind is list:
+            for item in value:
+                if type(item) in _NODES:
+                    found.extend(leaves(item))
+                else:
+                    found.append(item)
+        elif kind is dict:
+            found.extend(leaves(*value.values()))
+        else:
+            found.append(value)
+    return found
+
+
+def map_leaves(function: Any, value: Any) -> Any:
+    """`value` with `function` applied to each leaf (plain tuples, lists and dicts rebuilt; any other tuple
+    subclass, such as a structseq, rebuilt by its type)."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return kind([map_leaves(function, v) if type(v) in _NODES else function(v) for v in value])
+    if kind is dict:
+        return {k: map_leaves(function, v) if type(v) in _NODES else function(v) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(kind, "n_fields"):  # torch.return_types: a structseq
+        return kind([map_leaves(function, v) for v in value])
+    return function(value)
 
 
 def is_plumbing(filename: str) -> bool:
@@ -89,9 +127,12 @@ class PlacementLog:
 
     watched: id(tensor) -> name, for module tensors left off the target; any op that
              touches one records it in `used`.
-    origins: cpu tensors made during the call -> where (filled on virtual targets only,
-             to name the culprit of a device-mixing error).
-    tainted: tensors holding data derived from the input image (marked before the call with
+    Two marks ride on the tensors of the call themselves, as attributes naming this log (a tensor kept from
+    an earlier call carries another log's mark, which does not count; cheaper than a weak dictionary,
+    consulted on every op):
+    origin:  where a cpu tensor made during the call came from (virtual targets only, to name the
+             culprit of a device-mixing error);
+    taint:   that a tensor holds data derived from the input image (marked before the call with
              `taint`, passed on by `propagate` after every op).
     """
 
@@ -100,35 +141,45 @@ class PlacementLog:
     transfers: list[Transfer] = field(default_factory=list)
     scalar_reads: int = 0
     used: dict[str, str] = field(default_factory=dict)
-    origins: WeakIdKeyDictionary = field(default_factory=WeakIdKeyDictionary)
-    tainted: WeakIdKeyDictionary = field(default_factory=WeakIdKeyDictionary)
+    token: object = field(default_factory=object)  # this log's mark on tensors
 
     def taint(self, tensor: torch.Tensor) -> None:
-        self.tainted[tensor] = True
+        setattr(tensor, TAINT, self.token)
 
-    def propagate(self, func, args: tuple, kwargs: dict, result: Any) -> None:
-        """After an op: its outputs (and the tensor it wrote into) carry the image's mark if an input did."""
-        if not self.tainted:
-            return
-        if any(isinstance(leaf, torch.Tensor) and leaf in self.tainted for leaf in tree_leaves((args, kwargs))):
-            for leaf in tree_leaves(result):
+    def tainted(self, tensor: Any) -> bool:
+        return getattr(tensor, TAINT, None) is self.token
+
+    def origin(self, tensor: torch.Tensor) -> str | None:
+        found = getattr(tensor, ORIGIN, None)
+        return found[1] if found is not None and found[0] is self.token else None
+
+    def set_origin(self, tensor: torch.Tensor, where: str) -> None:
+        setattr(tensor, ORIGIN, (self.token, where))
+
+    def propagate(self, func, args: tuple, kwargs: dict, result: Any, inputs: list[Any] | None = None) -> None:
+        """After an op: its outputs (and the tensor it wrote into) carry the image's mark if an input did;
+        `inputs`: the leaves of args and kwargs, when the caller has them."""
+        token = self.token
+        if any(getattr(leaf, TAINT, None) is token for leaf in inputs or leaves(args, kwargs)):
+            for leaf in (result,) if isinstance(result, torch.Tensor) else leaves(result):
                 if isinstance(leaf, torch.Tensor):
-                    self.tainted[leaf] = True
+                    setattr(leaf, TAINT, token)
             if getattr(getattr(func, "_schema", None), "is_mutable", False) and args \
                     and isinstance(args[0], torch.Tensor):
-                self.tainted[args[0]] = True
+                setattr(args[0], TAINT, token)
 
-    def note(self, func, args: tuple, kwargs: dict, device_of) -> None:
-        """Record what an op call moves or touches; `device_of` gives a tensor's (possibly virtual) device."""
+    def note(self, func, args: tuple, kwargs: dict, device_of, inputs: list[Any] | None = None) -> None:
+        """Record what an op call moves or touches; `device_of` gives a tensor's (possibly virtual) device;
+        `inputs`: the leaves of args and kwargs, when the caller has them."""
         if self.watched:
-            for leaf in tree_leaves((args, kwargs)):
+            for leaf in inputs or leaves(args, kwargs):
                 name = self.watched.get(id(leaf)) if isinstance(leaf, torch.Tensor) else None
                 if name is not None and name not in self.used:
                     self.used[name] = f"{func} at {library_frame(2)}"
-        if func in SCALAR_READS:
+        if id(func) in SCALAR_READ_IDS:
             self.scalar_reads += 1
             return
-        if func not in TRANSFER_OPS or not args or not isinstance(args[0], torch.Tensor):
+        if id(func) not in TRANSFER_OP_IDS or not args or not isinstance(args[0], torch.Tensor):
             return
         if func is aten._to_copy.default:
             source = args[0]
@@ -145,7 +196,7 @@ class PlacementLog:
         self.transfers.append(Transfer(
             "to_host" if end == "cpu" else "to_device", str(func), tuple(source.shape),
             str(source.dtype).removeprefix("torch."), source.numel(), source.numel() * source.element_size(),
-            library_frame(2), "image" if source in self.tainted else "constant"))
+            library_frame(2), "image" if self.tainted(source) else "constant"))
 
     def image_copies(self, smallest_image_plane: int) -> list[Transfer]:
         """Copies of image-derived data at least one image plane large: the op moved the image between
@@ -168,12 +219,23 @@ class ObserverMode(TorchDispatchMode):
         super().__init__()
         self.log = log
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """This mode never runs under torch.compile: its __torch_dispatch__ needs no dynamo-disabling wrapper
+        (torch >= 2.8 adds one per call unless a mode says so; older torch never asks)."""
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        self.log.note(func, args, kwargs, lambda t: t.device)
+        inputs = leaves(args, kwargs)
+        self.log.note(func, args, kwargs, _device, inputs)
         result = func(*args, **kwargs)
-        self.log.propagate(func, args, kwargs, result)
+        self.log.propagate(func, args, kwargs, result, inputs)
         return result
+
+
+def _device(tensor: torch.Tensor) -> torch.device:
+    return tensor.device
 
 
 def is_device_mix_error(message: str) -> bool:

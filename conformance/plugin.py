@@ -9,6 +9,8 @@ in the header, no reports folder.  Only functions built by `OpSpec.test()` are t
 """
 from __future__ import annotations
 
+import json
+import os
 import signal
 import threading
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ import pytest
 
 from conformance import config as run_config
 from conformance import options, profiles
-from conformance.item_ids import item_params_id
+from conformance.item_ids import item_params_id, parse_item_id
 
 profiles.register()  # named profiles for --hypothesis-profile; registering loads nothing
 
@@ -33,6 +35,7 @@ class PluginState:
     report_path: Path | None = None
     report_error: str | None = None
     narrowed: dict[str, str] = field(default_factory=dict)
+    collection_checked: bool = False  # the xdist controller checked a worker's collection
 
 
 STATE = pytest.StashKey[PluginState]()
@@ -83,6 +86,10 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         distribute.share_torch_threads(int(workerinput.get("workercount", 1)))
+        if "conformance_isa" in workerinput:  # the controller's ISA workers, one per level for all
+            from conformance.isa_feed import use_shared
+
+            use_shared(json.loads(workerinput["conformance_isa"]))
     state.run = ConformanceRun(cfg, environment)
     state.run.narrowed = state.narrowed
     if workerinput is None and threading.current_thread() is threading.main_thread():
@@ -101,21 +108,30 @@ def _run(config: pytest.Config) -> Any:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     run = config.stash[STATE].run
-    return _header(run) if run is not None else []
+    return _header(config, run) if run is not None else []
 
 
 def pytest_report_collectionfinish(config: pytest.Config, start_path: Path, items: list[pytest.Item]) -> list[str]:
     state = config.stash[STATE]
-    return _header(state.run) if state.run is not None and state.lazily else []
+    return _header(config, state.run) if state.run is not None and state.lazily else []
 
 
-def _header(run: Any) -> list[str]:
+def _header(config: pytest.Config, run: Any) -> list[str]:
     from conformance.environment import header_lines
     from conformance.targets import virtual_unavailable_reason
 
     reason = virtual_unavailable_reason()
+    workers = getattr(config.option, "numprocesses", None)
+    chosen = os.environ.get("CONFORMANCE_WORKERS_CHOSEN")
+    if workers:
+        processes = f"{workers} pytest-xdist workers" + (
+            " (chosen by `python -m conformance run`: one per core of this machine; -n 0 runs in one process)"
+            if chosen and str(chosen) == str(workers) else "")
+    else:
+        processes = "one process (-n N for pytest-xdist workers)"
     return header_lines(run.environment) + ([f"conformance: virtual targets off: {reason}"] if reason else []) + [
-        f"conformance: hypothesis profile {run.environment['hypothesis_profile']}; run folder {run.run_dir}"]
+        f"conformance: hypothesis profile {run.environment['hypothesis_profile']}; {processes}; run folder "
+        f"{run.run_dir}"]
 
 
 @pytest.fixture(scope="session")
@@ -175,27 +191,50 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """A --replay case for an op no selected test runs, or a --baseline that shares no op with the
-    selected specs, is a usage error (every item would be skipped, and a gate would pass on nothing)."""
+    """A --replay case for an op no selected test runs, a --baseline that shares no op with the selected specs,
+    or a --tolerances rule for no collected op is a usage error (every item would be skipped, and a gate would
+    pass on nothing).  An xdist worker leaves it to the controller, which sees every worker's collection."""
     run = session.config.stash[STATE].run
-    if run is None:
+    if run is None or hasattr(session.config, "workerinput"):
         return
-    collected = {spec.name for item in session.items if (spec := _spec_of(item)) is not None}
+    problem = _collection_problem(session.config, run, {spec.name for item in session.items
+                                                        if (spec := _spec_of(item)) is not None})
+    if problem:
+        raise pytest.UsageError(problem)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: unknown where it is not installed
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """On the xdist controller: the checks of `pytest_collection_finish`, on the ids a worker collected (a
+    usage error is an exit with pytest's usage-error code: raising inside xdist's loop is an internal error)."""
+    state = node.config.stash.get(STATE, None)
+    if state is None or state.run is None or state.collection_checked:
+        return
+    state.collection_checked = True
+    collected = {parsed.test.removeprefix("test_") for nodeid in ids if (parsed := parse_item_id(nodeid)) is not None}
+    problem = _collection_problem(node.config, state.run, collected)
+    if problem:
+        pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _collection_problem(config: pytest.Config, run: Any, collected: set[str]) -> str | None:
     if run.replay is not None and collected and run.replay.op not in collected:
-        raise pytest.UsageError(f"--replay: the case is for op {run.replay.op!r}, which none of the selected tests "
-                                f"runs ({', '.join(sorted(collected))})")
-    _check_tolerance_rules(session.config, run, collected)
+        return (f"--replay: the case is for op {run.replay.op!r}, which none of the selected tests runs "
+                f"({', '.join(sorted(collected))})")
+    problem = _check_tolerance_rules(config, run, collected)
+    if problem:
+        return problem
     baseline = run.shared.baseline
     if baseline is None:
-        return
+        return None
     recorded = {key.op for key in baseline.index}
     if collected and not collected & recorded:
-        raise pytest.UsageError(f"--baseline {baseline.folder.parent}: it holds ops {', '.join(sorted(recorded))}, "
-                                f"none of which this run collects ({', '.join(sorted(collected))}): a baseline from "
-                                f"another op set")
+        return (f"--baseline {baseline.folder.parent}: it holds ops {', '.join(sorted(recorded))}, none of which "
+                f"this run collects ({', '.join(sorted(collected))}): a baseline from another op set")
+    return None
 
 
-def _check_tolerance_rules(config: pytest.Config, run: Any, collected: set[str]) -> None:
+def _check_tolerance_rules(config: pytest.Config, run: Any, collected: set[str]) -> str | None:
     """A --tolerances rule whose op pattern matches no collected op is a typo, not a policy: a usage
     error (on a -k/-m/node-id selection, which may leave its op out, a warning)."""
     import fnmatch
@@ -204,13 +243,13 @@ def _check_tolerance_rules(config: pytest.Config, run: Any, collected: set[str])
     unmatched = [f"{rule.tolerance.name!r} (op {pattern!r})" for pattern, rule in run.cfg.overrides
                  if collected and not any(fnmatch.fnmatchcase(op, pattern) for op in collected)]
     if not unmatched:
-        return
+        return None
     message = (f"--tolerances: rule {', '.join(unmatched)} matches none of the collected ops "
                f"({', '.join(sorted(collected))})")
     if config.option.keyword or config.option.markexpr or any("::" in a for a in config.args):
         warnings.warn(pytest.PytestWarning(message))
-    else:
-        raise pytest.UsageError(message)
+        return None
+    return message
 
 
 def _is_conformance_failure(exc: BaseException) -> bool:
@@ -233,33 +272,38 @@ def _finding_text(exc: BaseException) -> str:
     return "\n".join([f"{type(exc).__name__}: {exc}", *getattr(exc, "__notes__", [])])
 
 
+XFAIL = pytest.StashKey[str]()  # an item whose failures were all known issues: reported as xfailed
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     spec = _spec_of(item)
     if spec is None:
         return (yield)
-    from conformance.session import warn
-
     run = _run(item.config)
     params = item.callspec.params  # type: ignore[attr-defined]
     run.begin_item(item, spec, params["target"], params["dtype"], params["mode"], params["check"])
     try:
         result = yield
     except BaseException as failure:
-        warn(run.end_item(passed=False).warnings)
+        run.end_item(passed=False, interrupted=isinstance(failure, KeyboardInterrupt))
         if (run.targets[params["target"]].virtual and run.cfg.virtual_findings == "warn"
                 and _is_conformance_failure(failure)):
             first = str(failure).splitlines()[0]
             pytest.xfail(f"virtual-target finding, a warning under --virtual-findings=warn: {first}")
         raise
     ended = run.end_item(passed=True)
-    warn(ended.warnings)
     if ended.fail:
         pytest.fail(ended.fail, pytrace=False)
-    if ended.xfail:
-        pytest.xfail(ended.xfail)
+    if ended.warnings and run.cfg.fail_on_warning:
+        pytest.fail("; ".join(ended.warnings) + " (a warning: it fails the gate under --fail-on-warning)",
+                    pytrace=False)
     if ended.skip:
         pytest.skip(ended.skip)
+    if ended.xfail:
+        # not pytest.xfail(): raising it makes pytest format the whole traceback for a report that never shows
+        # it (20 ms an item); the report is marked in pytest_runtest_makereport instead
+        item.stash[XFAIL] = ended.xfail
     return result
 
 
@@ -293,6 +337,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     spec = _spec_of(item)
+    if spec is not None and report.when == "call" and report.passed and XFAIL in item.stash:
+        report.outcome = "skipped"
+        report.wasxfail = item.stash[XFAIL]
     if (spec is not None and report.failed and call.excinfo is not None
             and _is_conformance_failure(call.excinfo.value)):
         report.longrepr = _finding_text(call.excinfo.value)  # the finding, without the harness's frames

@@ -113,6 +113,18 @@ class Case:
         """Identity of the input image alone (the same for every op drawing this recipe)."""
         return json.dumps(self.recipe.to_dict(), sort_keys=True, separators=(",", ":"))
 
+    def relabelled(self, op: str) -> "Case":
+        """The same case under another op's name (an operation's implementations check one drawn case), its
+        JSON derived from this one's: "op" is its first key."""
+        if op == self.op:
+            return self
+        found = Case(op, self.recipe, self.params)
+        prefix = '{"op":' + json.dumps(self.op)
+        if self.json.startswith(prefix):
+            found.__dict__["json"] = '{"op":' + json.dumps(op) + self.json[len(prefix):]
+        found.__dict__["recipe_key"] = self.recipe_key
+        return found
+
     @property
     def key(self) -> str:
         """Stable identity used to share the reference and cpu output across targets."""
@@ -191,4 +203,4 @@ def materialize(recipe: Recipe, put: Callable[[torch.Tensor], torch.Tensor] | No
 
 def to_float64(tensor: torch.Tensor) -> np.ndarray:
     """A host float64 copy: the only form in which values are ever subtracted."""
-    return tensor.detach().to("cpu").to(torch.float64).numpy()
+    return tensor.detach().to(device="cpu", dtype=torch.float64).numpy()

@@ -9,9 +9,8 @@ records go through `RecordWriter`; pytest hooks live in plugin.py.
 """
 from __future__ import annotations
 
-import dataclasses
+import math
 import shlex
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,23 +19,27 @@ from typing import Any
 import pytest
 
 from conformance import known_issues as ki
-from conformance.case_sources import CaseSources, is_final_example
+from conformance.calls import prefetch_on_isa
+from conformance.isa_feed import close_all as close_isa_workers
+from conformance.isa_feed import worker as isa_worker
+from conformance.case_sources import is_final_example
 from conformance.checks import CheckOutcome, SharedCases
 from conformance.checks.baseline import output_key, output_record
 from conformance.config import RunConfig
 from conformance.context import CaseContext
 from conformance.issue_book import IssueBook, unknown_where_keys
 from conformance.item_ids import variant_key
-from conformance.judgement import (ConformanceFailure, ConformanceWarning, Judgement, failure_class, failure_message,
-                                  judge)
+from conformance.ordering import variant_group
+from conformance.judgement import ConformanceFailure, Judgement, failure_class, failure_message, judge
 from conformance.recipes import Case
 from conformance.records import RecordWriter
-from conformance.results import check_entry
 from conformance.spec import OpSpec
 from conformance.targets import Target
 from conformance.worst import WorstCases
 
-__all__ = ["ConformanceFailure", "ConformanceRun", "ConformanceWarning"]
+__all__ = ["ConformanceFailure", "ConformanceRun"]
+
+PREFETCH_BYTES = 512 * 2**20  # estimated outputs held for a variant group's ISA items, at most
 
 
 @dataclass
@@ -51,9 +54,7 @@ class ItemState:
     mode: str
     check: str
     applicable: list[ki.KnownIssue]
-    exercised: set[str] = field(default_factory=set)
     reproduced: set[str] = field(default_factory=set)
-    saved_known: set[str] = field(default_factory=set)
     in_scope: Counter = field(default_factory=Counter)  # issue id -> counted cases in its scope
     reproductions: Counter = field(default_factory=Counter)  # issue id -> counted cases it explained
     warnings: Counter = field(default_factory=Counter)  # warning message -> cases
@@ -67,6 +68,7 @@ class ItemState:
     settled: set[str] = field(default_factory=set)  # cases already checked without an unexpected failure
     source: str = "hypothesis"  # "plan": replaying another item's cases; "shrink": hypothesis after that
     worst: WorstCases | None = None  # an operation implementation's reference item: its worst cases
+    base: dict[str, Any] = field(default_factory=dict)  # the item's fields in every record of it
 
     @property
     def where(self) -> str:
@@ -81,7 +83,7 @@ class ItemEnd:
     xfail: str | None = None  # every failure was a known issue within its envelope
     fail: str | None = None  # an item-level failure: a stale strict entry, an issue reproducing too often
     skip: str | None = None  # the check applied to none of the cases
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # lesser findings (in the store; the terminal aggregates them)
 
 
 class ConformanceRun:
@@ -108,6 +110,15 @@ class ConformanceRun:
         self.item: ItemState | None = None
         self.narrowed: dict[str, str] = {}  # op -> why its inputs are narrowed for the imported library
         self.operations_recorded: set[str] = set()
+        self._worst_written: dict[tuple[str, str, str], tuple[float, str]] = {}  # (op, target, against) -> kept
+        self._known_arrays: set[tuple[str, str, str]] = set()  # (issue, op, target) whose arrays are kept
+        self.isa_targets = [t for t in cfg.targets if getattr(t, "level", None) is not None]
+        self._isa_items: set[tuple[str, str, str, str]] | None = None  # (test, dtype, mode, target) on ISA targets
+        self._group: tuple[str, ...] | None = None  # the variant group the running items belong to
+        self._prefetched: set[str] = set()  # cases of the group already handed to the ISA workers
+        self._prefetched_bytes = 0
+        self._prefetch_plans: dict[tuple[str, str, str], list[tuple[OpSpec, list[Any]]]] = {}
+        self._applicable: dict[tuple[str, ...], list[ki.KnownIssue]] = {}  # the known issues an item is about
         set_case_timeout(cfg.case_timeout_s)  # the op timer is process-wide (a signal), set once per process
 
     def __repr__(self) -> str:  # shown in hypothesis' "Failing test case" block
@@ -121,6 +132,7 @@ class ConformanceRun:
         if self.recorder is not None:
             self.recorder.flush()
         self.records.close()
+        close_isa_workers()
 
     # -- per item ----------------------------------------------------------------------
     def begin_item(self, item: pytest.Item, spec: OpSpec, target: str, dtype: str, mode: str, check: str) -> None:
@@ -130,7 +142,11 @@ class ConformanceRun:
             issues = self.issues.entries(self.issues.files_for(Path(str(item.path))))
         except ki.KnownIssuesError as exc:
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
-        applicable = [i for i in issues if i.applies_to(spec.name, target, dtype, mode, check)]
+        key = (str(item.path), spec.name, target, dtype, mode, check)
+        applicable = self._applicable.get(key)
+        if applicable is None:
+            applicable = self._applicable[key] = [i for i in issues if i.applies_to(spec.name, target, dtype, mode,
+                                                                                      check)]
         member = spec.member
         shared_key = (item.nodeid.split("::")[0], f"operation:{member.operation.name}", dtype, mode) \
             if member is not None and member.shares_cases else None
@@ -144,20 +160,27 @@ class ConformanceRun:
                 self.operations_recorded.add(member.operation.name)
                 self.records.operation(member.operation.describe())
         self.issues.learn_order(item.session.items)  # once per session: the run order of every item
-        self.records.item_started(item.nodeid, {i.id: i.to_dict() for i in self.issues.first_seen(issues)},
+        self._enter_group(item, spec)
+        self.records.item_started(self._base(self.item), item.nodeid, check,
+                                  {i.id: i.to_dict() for i in self.issues.first_seen(issues)},
                                   [i.id for i in applicable])
 
-    def end_item(self, passed: bool) -> ItemEnd:
+    def end_item(self, passed: bool, interrupted: bool = False) -> ItemEnd:
         """After the item's examples: xfail, an item-level failure, a skip, warnings to show."""
         state, self.item = self.item, None
         if state is None:
             return ItemEnd()
         self._write_worst(state)
-        self.records.item_ended(state.nodeid)
         shown = [f"{state.where}: {state.check} in {count} of {state.examples} cases: {message}"
                  for message, count in state.warnings.items()]
-        stale = [] if self.replay is not None else self.issues.stale(  # one replayed case says nothing of an entry
-            state.nodeid, state.check, state.spec.name, state.applicable, state.exercised, state.reproduced)
+        judged = ki.Staleness() if self.replay is not None else self.issues.stale(  # one replayed case says nothing
+            state.nodeid, state.check, state.spec.name, state.applicable, state.in_scope, state.reproduced)
+        notes = [{"issue": issue.id, "op": state.spec.name, "target": state.target.name, "dtype": state.dtype,
+                  "mode": state.mode, "in_scope": cases, "needed": issue.cases_to_call_fixed(), "link": issue.link}
+                 for issue, cases in judged.too_few]
+        self.records.item_ended(self._base(state), state.nodeid, state.check, interrupted=interrupted,
+                                issue_scope={i.id: (state.in_scope[i.id], state.reproductions[i.id])
+                                             for i in state.applicable if state.in_scope[i.id]}, notes=notes)
         if not passed:
             return ItemEnd(warnings=shown)
         if state.source == "hypothesis":
@@ -165,13 +188,15 @@ class ConformanceRun:
             if state.shared_key is not None:
                 self.sources.remember(state.shared_key, state.drawn)
         problems = unknown_where_keys(state.applicable, state.features_seen)
-        if stale:
-            names = ", ".join(f"{i.id} ({i.link})" for i in stale)
+        if judged.fixed:
+            names = ", ".join(f"{i.id} ({i.link})" for i, _, _ in judged.fixed)
+            issue, cases, chance = judged.fixed[0]
             problems.append(
                 f"unexpected pass: known issue {names} did not reproduce in the {state.check} or any other item of "
-                f"{state.spec.name} on {state.target.name} [{state.dtype}, {state.mode}] it applies to, though "
-                f"cases in its scope were drawn; it may be fixed in this build: delete the entry from "
-                f"{stale[0].source.split(' [[')[0]}")
+                f"{state.spec.name} on {state.target.name} [{state.dtype}, {state.mode}] it applies to, in {cases} "
+                f"cases in its scope (if it still reproduced in {issue.least_case_fraction:.0%} of them, the chance "
+                f"of seeing none is {chance:.1e}); it may be fixed in this build: delete the entry from "
+                f"{issue.source.split(' [[')[0]}")
         problems += [m for i in state.applicable
                      if (m := i.too_often(state.reproductions[i.id], state.in_scope[i.id])) is not None]
         if problems:
@@ -187,13 +212,66 @@ class ConformanceRun:
         return ItemEnd(warnings=shown)
 
     def _write_worst(self, state: ItemState) -> None:
-        """The item's worst cases, with their arrays, for the cross-library page."""
+        """The item's worst cases, with their arrays, for the cross-library page, which shows the worst per op,
+        target and comparison: one written only where it is worse than this process's worst so far (whose
+        arrays it replaces)."""
         if state.worst is None:
             return
         for against, kept in state.worst.take().items():
+            key = (state.spec.name, state.target.name, against)
+            previous = self._worst_written.get(key)
+            if previous is not None and kept.value <= previous[0]:
+                continue
             artifact = self.records.store.save_arrays(f"{state.nodeid}-worst-{against}", kept.arrays)
             self.records.worst(self._base(state), state.nodeid, state.check, against, kept.value, kept.case_json,
                                artifact, kept.extra)
+            if previous is not None:
+                (self.run_dir / previous[1]).unlink(missing_ok=True)
+            self._worst_written[key] = (kept.value, artifact)
+
+    def _enter_group(self, item: pytest.Item, spec: OpSpec) -> None:
+        """A new variant group's items begin: answers prefetched for the last group are dropped."""
+        if self._isa_items is None:
+            self._isa_items = {(i.originalname, i.callspec.params["dtype"], i.callspec.params["mode"],
+                                i.callspec.params["target"]) for i in item.session.items
+                               if getattr(i, "callspec", None) is not None and "target" in i.callspec.params
+                               and i.callspec.params["target"] in {t.name for t in self.isa_targets}}
+        group = variant_group(item, spec)
+        if group != self._group:
+            self._group = group
+            self._prefetched.clear()
+            self._prefetched_bytes = 0
+            for target in self.isa_targets:
+                isa_worker(target.level).discard()  # type: ignore[attr-defined]
+
+    def _prefetch(self, state: ItemState, case: Case) -> None:
+        """Hand a case of this variant to the ISA targets' workers as soon as it is known, for every op of the
+        group that has items there, so their outputs are computed while this process checks other targets."""
+        for other, targets in self._prefetch_plan(state):
+            relabelled = case.relabelled(other.name)
+            self._prefetched.add(relabelled.key)  # the same case under each op's name: handed over once
+            if not targets or self._prefetched_bytes > PREFETCH_BYTES:
+                continue
+            sampled = self.shared.sampled(other, relabelled, self.shared.input(relabelled))
+            for target in targets:
+                prefetch_on_isa(other, relabelled, target, sampled)
+                self._prefetched_bytes += 8 * math.prod(case.recipe.shape)
+
+    def _prefetch_plan(self, state: ItemState) -> list[tuple[OpSpec, list[Any]]]:
+        """The ops that check this item's cases (the operation's implementations sharing them), each with the
+        ISA targets it has items on; worked out once per op, dtype and mode."""
+        key = (state.spec.name, state.dtype, state.mode)
+        found = self._prefetch_plans.get(key)
+        if found is None:
+            spec, member = state.spec, state.spec.member
+            specs = [spec] if member is None or not member.shares_cases else [
+                s for s in member.operation.specs()
+                if s.member.shares_cases and (state.dtype, state.mode) in s.variant_pairs()]
+            found = self._prefetch_plans[key] = [
+                (other, [t for t in self.isa_targets if other.runs_on(t)
+                         and (f"test_{other.name}", state.dtype, state.mode, t.name) in (self._isa_items or ())])
+                for other in specs]
+        return found
 
     def record_skip(self, item: pytest.Item, target: str, dtype: str, mode: str, check: str, reason: str) -> None:
         spec: OpSpec = item.function.conformance_spec  # type: ignore[attr-defined]
@@ -211,7 +289,7 @@ class ConformanceRun:
         if found is None and state.shared_key is not None and self.sources.kind == "drawn":
             shared = self.sources.planned(state.shared_key)
             if shared is not None:
-                found = [c if c.op == state.spec.name else dataclasses.replace(c, op=state.spec.name) for c in shared]
+                found = [c.relabelled(state.spec.name) for c in shared]
                 self.sources.remember(state.plan_key, found)
         return found
 
@@ -238,6 +316,8 @@ class ConformanceRun:
         assert state is not None, "conformance tests run only inside the conformance plugin"
         if case.key in state.settled:
             return  # drawn again (choices differ, values do not): checking it again would find the same
+        if self.isa_targets and case.key not in self._prefetched:
+            self._prefetch(state, case)
         if state.source == "hypothesis" and not state.failure_seen and self.replay is None:
             state.drawn.append(case)  # generated (or the database's), before any shrinking: a plan
         if self.worker != "main" and not self.shared.has_context(spec, case, state.target, state.mode):
@@ -278,7 +358,6 @@ class ConformanceRun:
     def _count(state: ItemState, judged: Judgement, scoped: list[ki.KnownIssue], counted: bool,
                warning: str | None) -> None:
         state.checked += 1
-        state.exercised.update(i.id for i in scoped)
         if counted:
             state.in_scope.update(i.id for i in scoped)
         if judged.issue is not None:
@@ -304,24 +383,20 @@ class ConformanceRun:
         return f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case.to_json())}"
 
     def _base(self, state: ItemState) -> dict[str, Any]:
-        return self.records.base(state.test, state.spec.name, state.target, state.dtype, state.mode)
+        if not state.base:
+            state.base = self.records.base(state.test, state.spec.name, state.target, state.dtype, state.mode)
+        return state.base
 
     def _record_example(self, state: ItemState, case: Case, ctx: CaseContext, outcome: CheckOutcome,
                         judged: Judgement, phase: str, repro: str | None) -> None:
         artifact = None
         keep = phase in ("final", "replay") and judged.unexpected
-        new_known = judged.issue is not None and judged.issue.id not in state.saved_known and phase == "explore"
+        known = (judged.issue.id, state.spec.name, state.target.name) if judged.issue is not None else None
+        new_known = known is not None and known not in self._known_arrays and phase == "explore"
         if keep or new_known:
             artifact = self.records.store.save_arrays(state.nodeid, ctx.arrays())
-            if judged.issue is not None:
-                state.saved_known.add(judged.issue.id)
+            if known is not None:
+                self._known_arrays.add(known)
         message = f"{outcome.message} [{judged.outside}]" if judged.outside else outcome.message
-        entry = check_entry(outcome, judged.verdict, message, judged.issue.to_dict() if judged.issue else None)
-        self.records.example(self._base(state), state.nodeid, phase, state.examples, entry, case.json, repro,
-                             artifact)
-
-
-def warn(messages: list[str]) -> None:
-    """Show an item's lesser findings in pytest's warnings summary (once per item and message)."""
-    for message in messages:
-        warnings.warn(ConformanceWarning(message), stacklevel=2)
+        self.records.example(phase, state.examples, case.json, judged.verdict, outcome, message,
+                             judged.issue.id if judged.issue else None, repro, artifact)

@@ -76,6 +76,7 @@ class SharedCases:
         self._bytes = 0
         self.max_bytes = max_bytes
         self.baseline: Any = None  # checks.baseline.BaselineOutputs under --baseline
+        self._tolerances: dict[tuple[str, str, str, str, str], Any] = {}
 
     def _get(self, key: tuple[str, str, str], compute: Callable[[], Any]) -> Any:
         if key in self._entries:
@@ -93,6 +94,14 @@ class SharedCases:
         while self._bytes > self.max_bytes and len(self._entries) > 1:
             _, old = self._entries.popitem(last=False)
             self._bytes -= old.nbytes
+
+    def tolerance(self, spec: OpSpec, check: str, dtype: str, mode: str, target: str) -> Any:
+        """The tolerance an op's check uses for a dtype, mode and target (the user's override first)."""
+        key = (spec.name, check, dtype, mode, target)
+        found = self._tolerances.get(key)
+        if found is None:
+            found = self._tolerances[key] = spec.tolerance(check, dtype, mode, target, self.overrides)
+        return found
 
     def input(self, case: Case) -> InputImage:
         return self._get(("", case.recipe_key, "input"), lambda: InputImage.make(case.recipe))

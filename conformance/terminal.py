@@ -1,4 +1,4 @@
-"""What a run prints at its end: the conformance section of pytest's terminal summary."""
+"""What a run prints at its end: the conformance section of pytest's terminal summary (one screen)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import pytest
 
 def write_section(terminalreporter: Any, config: pytest.Config, run_dir: Path, narrowed: dict[str, str],
                   report_path: Path | None, report_error: str | None) -> None:
-    from conformance.results import format_modules, format_table
+    from conformance.store.table import format_section
 
     summary_path = run_dir / "summary.json"
     if not summary_path.is_file():
@@ -18,22 +18,11 @@ def write_section(terminalreporter: Any, config: pytest.Config, run_dir: Path, n
     summary = json.loads(summary_path.read_text())
     write = terminalreporter.write_line
     terminalreporter.section("conformance summary")
-    for line in format_table(summary):
-        write(line)
-    modules = format_modules(summary)
-    if modules:
-        write("modules left on the cpu, called with a device input (unmoved):")
-        for line in modules:
-            write(line)
-    for op, why in sorted(narrowed.items()):
-        write(f"narrowed: {op}: {why}")
-    totals = ", ".join(f"{count} {verdict.replace('_', ' ')}" for verdict, count in summary["totals"].items())
-    write(f"outcomes: {totals}")
     selected = bool(config.option.keyword or config.option.markexpr or any("::" in a for a in config.args))
-    for issue_id in [] if selected else summary["unused_known_issues"]:  # a -k run leaves most entries out
-        write(f"warning: known issue {issue_id!r} applied to no test item")
-    for issue_id in [] if selected else summary.get("unreproduced_known_issues", []):
-        write(f"warning: known issue {issue_id!r} matched no failure in this run (fixed, or out of this run's draws?)")
+    for line in format_section(summary, selected=selected):
+        write(line)
+    if narrowed:
+        write(f"narrowed for the imported library versions: {'; '.join(f'{op}: {why}' for op, why in sorted(narrowed.items()))}")
     if summary["torn_lines"]:
         write(f"warning: {summary['torn_lines']} torn record line(s) skipped")
     write(f"results: {summary_path}")
@@ -49,7 +38,7 @@ def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, st
     the `latest` link.  Returns (report path, why the report failed)."""
     from conformance.results import write_summary
 
-    write_summary(run_dir, complete=not interrupted)  # each streams the records: memory stays flat
+    write_summary(run_dir, complete=not interrupted)
     report_path, report_error = None, None
     try:
         from conformance.report import build_report

@@ -53,6 +53,15 @@ def test_an_unusable_reports_folder_is_a_usage_error(kind, tmp_path):
     assert "--reports-dir: cannot write runs into" in result.stderr and "Traceback" not in result.stderr
 
 
+def _interrupt_default():
+    """The child gets Python's Ctrl-C handler whatever this process inherited: a shell without job control
+    starts background jobs with SIGINT ignored, and an ignored SIGINT stays ignored in every child (the run
+    then never saw the Ctrl-C and went on to its 5,000 examples: the test that once failed on a fresh clone)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("entry, how", [("cli", "ctrl-c"), ("cli", "sigterm"), ("pytest", "sigterm")])
 def test_an_interrupted_run_ends_with_an_incomplete_summary_and_report(entry, how, tmp_path):
     import json
@@ -64,18 +73,23 @@ def test_an_interrupted_run_ends_with_an_incomplete_summary_and_report(entry, ho
     process = subprocess.Popen([sys.executable, *command, "-q", "-p", "no:cacheprovider", "--targets", "cpu",
                                 "-k", "resize and reference", "--max-examples", "5000", "--reports-dir", str(tmp_path),
                                 "--run-name", "cut"], cwd=REPO, start_new_session=True, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+                               stderr=subprocess.STDOUT, text=True, preexec_fn=_interrupt_default)
     outcomes = tmp_path / "cut" / "outcomes"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (outcomes.is_dir() and any(
-            '"kind": "example"' in p.read_text(errors="replace") for p in outcomes.iterdir())):
-        time.sleep(0.5)  # until a checked example is on record, so the summary has something to count
-    time.sleep(1)
+    began = time.monotonic()
+    while not (outcomes.is_dir() and any('"kind":"item"' in p.read_text(errors="replace")
+                                         for p in outcomes.glob("*.jsonl"))):  # the event: an item is running
+        assert process.poll() is None, process.communicate()[0][-2000:]
+        assert time.monotonic() - began < 600, "no item started in 10 minutes"
+        time.sleep(0.1)
     if how == "ctrl-c":
         os.killpg(process.pid, signal.SIGINT)  # a terminal sends it to the whole process group
     else:
         process.send_signal(signal.SIGTERM)  # CI cancels the process it started
-    output, _ = process.communicate(timeout=120)
+    try:
+        output, _ = process.communicate(timeout=300)  # it ends at once; the limit only catches a hang
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail(f"the run had not ended 300 s after the {how}: {process.communicate()[0][-2000:]}")
     assert process.returncode == 2, output[-2000:]
     assert "Traceback" not in output
     summary = json.loads((tmp_path / "cut" / "summary.json").read_text())
@@ -115,3 +129,27 @@ def test_a_case_whose_input_cannot_be_allocated_is_a_resource_outcome_not_a_harn
                             cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:]
     assert "1 resource" in result.stdout and "Traceback" not in result.stdout
+
+
+def test_run_uses_every_core_unless_told_otherwise(monkeypatch):
+    from conformance import cli
+
+    monkeypatch.setattr(cli, "cores", lambda: 4)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    assert "-n4" in pytest_command(["-k", "resize"])
+    for chosen in (["-n", "0"], ["-n2"], ["--dist", "no"], ["-p", "no:xdist"], ["--pdb"], ["-s"], ["--co"],
+                   ["--replay", "{}"], ["--replay={}"]):
+        assert not any(a.startswith("-n") for a in pytest_command(chosen) if a not in chosen), chosen
+    monkeypatch.setattr(cli, "cores", lambda: 1)
+    assert not any(a.startswith("-n") for a in pytest_command([]))
+
+
+def test_the_header_says_how_many_workers_run_chose():
+    result = subprocess.run([sys.executable, "-m", "conformance", "run", "-p", "no:cacheprovider", "--targets", "cpu",
+                             "-k", "normalize_v1 and cpu-float32-valid-reference", "--max-examples", "3"],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:]
+    from conformance.cli import cores
+
+    expected = f"{cores()} pytest-xdist workers (chosen by `python -m conformance run`: one per core"
+    assert (expected in result.stdout) == (cores() > 1), result.stdout[:3000]

@@ -109,13 +109,14 @@ def test_a_worker_that_aborts_under_xdist_is_recorded_and_the_run_finishes(proje
 def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(project):
     project.makepyfile(test_slow=PLANTED_SLOW)
     reports = project.path / "reports"
-    process = subprocess.Popen([sys.executable, "-m", "pytest", *QUICK, "--max-examples=400", "test_slow.py"],
+    process = subprocess.Popen([sys.executable, "-m", "pytest", *QUICK, "--max-examples=400", "--targets=cpu,vcuda:1",
+                                "test_slow.py"],  # each target's first item runs the slow op 400 times
                                cwd=project.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            lines = sum(len(p.read_text().splitlines()) for p in reports.glob("*/outcomes/*.jsonl"))
-            if lines > 30:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until items have ended and the next one is running
+            ended = sum(p.read_text().count('"kind":"item_end"') for p in reports.glob("*/outcomes/*.jsonl"))
+            if ended >= 1:  # the cpu's first item has ended; the next slow one runs
                 break
             time.sleep(0.2)
         os.kill(process.pid, signal.SIGKILL)
@@ -127,7 +128,11 @@ def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(pr
     assert done.returncode == 0, done.stderr
     assert 'id="incomplete"' in (run / "index.html").read_text()
     kept = [json.loads(line) for p in (run / "outcomes").glob("*.jsonl") for line in p.read_text().splitlines()[:-1]]
-    assert len(kept) >= 30  # every line but a possibly torn last one parses
+    assert sum(r["kind"] == "item_end" for r in kept) >= 1  # every line but a possibly torn last one parses
+    assert subprocess.run([sys.executable, "-m", "conformance", "summary", str(run)], capture_output=True).returncode == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["complete"] is False and summary["totals"].get("pass", 0) >= 400  # the ended items' counts
+    assert summary["interrupted"]  # the item it was running
 
 
 PLANTED_SLOW = '''

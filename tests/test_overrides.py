@@ -63,7 +63,7 @@ def test_an_override_decides_the_verdict_and_is_recorded_end_to_end(pytester):
     (pytester.path / "tolerances.toml").write_text(LOOSER)
     pytester.runpytest_subprocess(*quick, "--tolerances=tolerances.toml").assert_outcomes(passed=4)
     records, _ = read_outcomes(pytester.path / "reports" / "latest")
-    used = {r["tolerance"]["name"] for r in records if r.get("check") == "reference"}
+    used = {r["tolerance"]["name"] for r in records if r.get("check") == "reference" and r.get("kind") == "outcome"}
     assert used == {"our-gpu-policy"}
     broken = pytester.runpytest_subprocess(*quick, "--tolerances=missing.toml")
     assert broken.ret == pytest.ExitCode.USAGE_ERROR

@@ -22,9 +22,9 @@ def test_a_report_shows_the_matrix_failures_first_with_pictures(tmp_path):
     assert html.index("fail") < html.index("known issue") < html.index(">pass<")
     assert "vcuda:1 <span class=\"virtual\">(virtual)</span>" in html
     assert "Known issue <b>known-1</b>: a known divergence" in html
-    pictures = sorted(p.name for p in (run / "report").iterdir())
-    assert len([p for p in pictures if p.endswith("-diff.png")]) == 2  # one heatmap per failing check
-    assert any(p.endswith("-hist.png") for p in pictures) and any("-crop-" in p for p in pictures)
+    assert html.count('alt="difference"') == 2  # one heatmap per failing check
+    assert 'alt="histogram"' in html and ' crop"' in html
+    assert html.count('src="data:image/png;base64,') >= 10 and not (run / "report").exists()  # one file to share
     assert "Incomplete run" not in html
 
 
@@ -58,7 +58,7 @@ def test_merge_puts_each_machine_in_its_own_columns(tmp_path):
     assert {g["machine"] for g in summary["groups"]} == {"h100-runner", HOSTILE}
     html = index.read_text()
     assert "h100-runner<br>cuda:0" in html and "<script>alert" not in html
-    assert len(list((tmp_path / "merged" / "report").glob("*-diff.png"))) == 2
+    assert html.count('alt="difference"') == 2
     done = subprocess.run([sys.executable, "-m", "conformance", "merge", str(a), "-o", str(tmp_path / "merged")],
                           capture_output=True, text=True)
     assert done.returncode == 4 and "exists and is not empty" in done.stderr
@@ -70,7 +70,7 @@ def test_report_size_follows_failures_not_passing_examples(tmp_path):
     sizes = []
     for run in (small, large):
         build_report(run)
-        sizes.append(sum(p.stat().st_size for p in (run / "report").iterdir()) + (run / "index.html").stat().st_size)
+        sizes.append((run / "index.html").stat().st_size)
     assert sizes[1] <= sizes[0] * 1.05  # 50x the passing outcomes, about the same report
 
 
@@ -152,22 +152,29 @@ def test_the_cross_library_page_opens_from_the_report_in_headless_chromium(tmp_p
 
 def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
     from conformance import environment
-    from conformance.results import Store, write_summary
+    from conformance.checks.registry import CheckOutcome
+    from conformance.records import RecordWriter
+    from conformance.results import write_summary
     from conformance.targets import CPU, virtual_targets
 
     run = tmp_path / "run"
-    store = Store(run, "main", environment.collect([CPU, *virtual_targets(2)]))
-    base = {"kind": "example", "test": "test_op", "op": HOSTILE, "target": "vcuda:1", "virtual": True,
-            "dtype": "float32", "mode": "m", "worker": "main", "pid": 1, "phase": "explore", "example": 0,
-            "case": {"op": "x", "recipe": {}, "params": {}}}
-    store.append(base | {"nodeid": "cases/t.py::test_op[vcuda:1-float32-m-unmoved]", "checks": [
-        {"check": "unmoved", "verdict": "fail", "behaviour": "raises an unclear error", "against": "promise",
-         "message": "promises to work when left on the cpu, but raises an unclear error"}]})
-    store.append(base | {"nodeid": "cases/t.py::test_op[vcuda:1-float32-m-constant_upload]", "checks": [
-        {"check": "constant_upload", "verdict": "warning", "message": f"uploads on every call: {HOSTILE}"}]})
-    store.append(base | {"nodeid": "cases/t.py::test_op[vcuda:1-float32-m-cross_device]", "checks": [
-        {"check": "cross_device", "verdict": "pass", "diverges": "cpu", "against": "cpu", "message": "the cpu's"}]})
-    store.close()
+    env = environment.collect([CPU, *virtual_targets(2)])
+    writer = RecordWriter(run, "main", lambda: env)
+    base = {"test": "test_op", "op": HOSTILE, "target": "vcuda:1", "virtual": True, "dtype": "float32", "mode": "m",
+            "worker": "main", "pid": 1}
+    case = json.dumps({"op": "x", "recipe": {}, "params": {}})
+    for check, verdict, outcome in (
+            ("unmoved", "fail", CheckOutcome("unmoved", False, "promises to work when left on the cpu, but raises an "
+                                             "unclear error", behaviour="raises an unclear error", against="promise",
+                                             cause="raises an unclear error")),
+            ("constant_upload", "warning", CheckOutcome("constant_upload", False, f"uploads on every call: {HOSTILE}",
+                                                        cause="upload", warning=True)),
+            ("cross_device", "pass", CheckOutcome("cross_device", True, "the cpu's", diverges="cpu", against="cpu"))):
+        nodeid = f"cases/t.py::test_op[vcuda:1-float32-m-{check}]"
+        writer.item_started(base, nodeid, check, {}, [])
+        writer.example("explore", 0, case, verdict, outcome, outcome.message, None, None, None)
+        writer.item_ended(base, nodeid, check)
+    writer.close()
     write_summary(run, complete=True)
     html = build_report(run).read_text()
     assert 'id="module-behaviours"' in html and "raises an unclear error (1)" in html
@@ -181,31 +188,46 @@ def test_the_report_never_writes_or_reads_outside_its_run_folder(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "page.html").write_text("keep")
-    (run / "report").symlink_to(elsewhere, target_is_directory=True)
+    (elsewhere / "old.png").write_text("keep")
+    (run / "report").symlink_to(elsewhere, target_is_directory=True)  # an older report's picture folder, linked
     (run / "index.html").symlink_to(elsewhere / "page.html")
     build_report(run)
-    assert sorted(p.name for p in elsewhere.iterdir()) == ["page.html"] and (elsewhere / "page.html").read_text() == "keep"
-    assert (run / "report").is_dir() and not (run / "report").is_symlink()
-    assert not (run / "index.html").is_symlink()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["old.png", "page.html"]
+    assert (elsewhere / "page.html").read_text() == "keep"
+    assert not (run / "report").exists() and not (run / "index.html").is_symlink()
+
+
+def _rewrite_artifacts(run: Path, new: list[str]) -> list[str]:
+    """Point the failures' artifacts (in the examples table) at `new`, in order."""
+    import pyarrow as pa
+
+    from conformance.store import examples
+
+    table, _ = examples.read_table(run)
+    details, used = [], []
+    for detail in table.column("detail").to_pylist():
+        if detail and '"artifact"' in detail:
+            found = json.loads(detail)
+            if found.get("artifact"):
+                found["artifact"] = new[len(used)]
+                used.append(found["artifact"])
+            detail = json.dumps(found)
+        details.append(detail)
+    table = table.set_column(table.schema.get_field_index("detail"), "detail", pa.array(details, pa.string()))
+    for path in examples.files(run):
+        path.unlink()
+    examples.write_parquet(table, run / "examples" / "main.parquet")
+    return used
 
 
 def test_hostile_or_damaged_artifacts_give_no_pictures_and_no_crash(tmp_path):
     run = write_run(tmp_path / "run", outcomes=20, failures=2)
     secret = tmp_path / "secret.npz"
     secret.write_bytes((run / sorted((run / "artifacts").iterdir())[0]).read_bytes())
-    lines = []
-    for path in sorted((run / "outcomes").glob("*.jsonl")):
-        for n, line in enumerate(path.read_text().splitlines()):
-            record = json.loads(line)
-            if record.get("artifact"):
-                record["artifact"] = str(secret) if not lines else "artifacts/../../secret.npz"
-                lines.append(record["artifact"])
-            path.write_text("") if n == 0 else None
-            with path.open("a") as out:
-                out.write(json.dumps(record) + "\n")
+    used = _rewrite_artifacts(run, [str(secret), "artifacts/../../secret.npz"])
     html = build_report(run).read_text()
-    assert len(lines) == 2 and html.count("Pictures unavailable") == 2
-    assert not (run / "report").exists() or not any(p.name.endswith("-diff.png") for p in (run / "report").iterdir())
+    assert len(used) == 2 and html.count("Pictures unavailable") == 2
+    assert 'alt="difference"' not in html
 
 
 def test_a_truncated_artifact_or_summary_is_skipped_and_the_rest_reported(tmp_path):
@@ -214,7 +236,7 @@ def test_a_truncated_artifact_or_summary_is_skipped_and_the_rest_reported(tmp_pa
     first.write_bytes(first.read_bytes()[:100])
     (run / "summary.json").write_text('{"complete": tr')
     html = build_report(run).read_text()
-    assert "Pictures unavailable" in html and html.count("-diff.png") >= 1  # the other failure keeps its pictures
+    assert "Pictures unavailable" in html and html.count('alt="difference"') >= 1  # the other keeps its pictures
     result = subprocess.run([sys.executable, "-m", "conformance", "summary", str(run)], capture_output=True, text=True)
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert json.loads((run / "summary.json").read_text())["complete"] is False

@@ -9,38 +9,41 @@ from pathlib import Path
 
 import pytest
 
+from conformance.checks.registry import CheckOutcome
 from conformance.cli import main as cli
+from conformance.compare import Metrics, Tolerance
+from conformance.records import RecordWriter
 from conformance.report import build_report
-from conformance.results import Store, format_table, summarize, write_summary
+from conformance.results import format_table, summarize, write_summary
 
 NODE = "cases/test_resize.py::test_resize[{target}-uint8-bilinear-{check}]"
+ENVIRONMENT = {"machine": "test", "packages": {}, "targets": [], "cuda": {}, "tf32": {}}
+PASSED = CheckOutcome("reference", True, against="reference", metrics=Metrics(0.5, 0.1, 0.0, 0, 3, None, None, None, 40.0),
+                      tolerance=Tolerance("uint8", "a rounding step", atol=1))
 
 
-def example(target="cpu", check="reference", verdict="pass", n=0, **extra):
-    record = {"kind": "example", "nodeid": NODE.format(target=target, check=check), "test": "test_resize",
-              "op": "resize", "target": target, "virtual": target.startswith("vcuda"), "dtype": "uint8",
-              "mode": "bilinear", "worker": "main", "pid": 1, "phase": "explore", "example": n,
-              "checks": [{"check": check, "verdict": verdict, "against": "reference",
-                          "metrics": {"max_abs": 0.5, "mae": 0.1, "mismatch_fraction": 0.0},
-                          "tolerance": {"name": "uint8", "atol": 1, "rtol": 0, "max_mismatch_fraction": 0.0}}]}
-    return record | extra
+def base(target="cpu"):
+    return {"test": "test_resize", "op": "resize", "target": target, "virtual": target.startswith("vcuda"),
+            "dtype": "uint8", "mode": "bilinear", "worker": "main", "pid": 1}
 
 
-def item(target="cpu", check="reference"):
-    return {"kind": "item", "nodeid": NODE.format(target=target, check=check), "worker": "main",
-            "known_issues_loaded": {}, "known_issues_applied": []}
-
-
-def write_store(run: Path, passing: int, *, complete=True, tail=()):
-    store = Store(run, "main", {"machine": "test", "packages": {}, "targets": [], "cuda": {}, "tf32": {}})
-    store.append(item())
+def write_store(run: Path, passing: int, *, complete=True, unfinished=None, ended=True):
+    """A run with one reference item of `passing` examples; `unfinished`: a check whose item began and never
+    ended; `ended=False`: the reference item itself never ended (a run stopped inside it)."""
+    writer = RecordWriter(run, "main", lambda: ENVIRONMENT)
+    nodeid = NODE.format(target="cpu", check="reference")
+    writer.item_started(base(), nodeid, "reference", {}, [])
     for n in range(passing):
         case = json.dumps({"op": "resize", "recipe": {"seed": n, "height": 8, "width": 8}, "params": {}})
-        store.append_example(example(n=n), case)
-    for record in tail:
-        store.append(record)
-    store.close()
+        writer.example("explore", n, case, "pass", PASSED, "", None, None, None)
+    if ended:
+        writer.item_ended(base(), nodeid, "reference")
+    if unfinished:
+        writer.item_started(base(), NODE.format(target="cpu", check=unfinished), unfinished, {}, [])
+    writer.store.examples.flush()
+    writer.store._file.flush()
     if complete:
+        writer.close()
         (run / "summary.json").write_text(json.dumps({"complete": True}))
     return run
 
@@ -68,8 +71,11 @@ def test_summary_and_report_memory_does_not_grow_with_passing_examples(command, 
 
 
 def _summary(groups):
-    records = [example(target=t, check=c, verdict=v) for t, c, v in groups]
-    records = [r | {"kind": "outcome", **r["checks"][0]} for r in records]
+    records = []
+    for target, check, verdict in groups:
+        nodeid = NODE.format(target=target, check=check)
+        tally = {"counts": {verdict: 1}, "worst": {"max_abs": 0.5, "atol": 1, "tolerance": "uint8"}}
+        records.append(base(target) | {"kind": "item_end", "nodeid": nodeid, "check": check, "tally": tally})
     return summarize(records, {})
 
 
@@ -99,7 +105,7 @@ def test_merging_a_run_with_itself_or_its_copy_is_a_usage_error(tmp_path, capsys
 
 
 def test_the_item_running_when_a_run_stopped_is_interrupted_not_passed(tmp_path, capsys):
-    run = write_store(tmp_path / "cut", 4, complete=False, tail=[item(check="placement")])
+    run = write_store(tmp_path / "cut", 4, complete=False, unfinished="placement")
     assert cli(["summary", str(run)]) == 0
     out = capsys.readouterr().out
     summary = json.loads((run / "summary.json").read_text())
@@ -109,11 +115,9 @@ def test_the_item_running_when_a_run_stopped_is_interrupted_not_passed(tmp_path,
     assert summary["totals"]["interrupted"] == 1 and "interrupted" in out
     html = build_report(run).read_text()
     assert 'id="interrupted-items"' in html and ">interrupted<" in html
-    cut = write_store(tmp_path / "mid-item", 4, complete=False)  # stopped inside the item's examples
+    cut = write_store(tmp_path / "mid-item", 4, complete=False, ended=False)  # stopped inside the item's examples
     assert write_summary(cut, complete=False)["groups"][0]["verdict"] == "interrupted"
-    assert write_summary(cut, complete=True)["groups"][0]["verdict"] == "pass"
-    ended = {"kind": "item_end", "nodeid": NODE.format(target="cpu", check="reference"), "worker": "main"}
-    finished = write_store(tmp_path / "between-items", 4, complete=False, tail=[ended])  # stopped after it ended
+    finished = write_store(tmp_path / "between-items", 4, complete=False)  # stopped after it ended
     assert "interrupted" not in write_summary(finished, complete=False)
 
 
@@ -145,3 +149,38 @@ def test_prune_keeps_the_newest_and_latest_and_never_follows_links(tmp_path, cap
     assert [r.name for r in runs if r.exists()] == ["run0", "run4"]
     assert cli(["prune", str(reports)]) == 4 and "--keep" in capsys.readouterr().err
     assert cli(["prune", str(reports / "latest"), "--keep", "0"]) == 4 and runs[0].exists()
+
+
+def test_a_green_run_of_the_whole_suite_fits_on_one_screen():
+    """14 families on 5 targets, 690 known-issue items of 102 entries, warnings on 24 ops x 2 targets: the
+    section says it in a few lines, the warnings aggregated per op, check and cause (the largest first)."""
+    from conformance.store.table import format_section
+
+    groups = []
+    for family in range(14):
+        for op in range(10):
+            for target in ("cpu", "cpu:default", "cpu:avx2", "vcuda:0", "vcuda:1"):
+                for check in ("error", "reference", "constant_upload"):
+                    verdict = "known_issue" if op == 0 and check == "reference" else (
+                        "warning" if check == "constant_upload" and target.startswith("vcuda") and op < 2 else "pass")
+                    groups.append({"machine": "", "family": f"family{family}", "test": f"test_op{family}_{op}",
+                                   "op": f"op{family}_{op}", "target": target, "virtual": target.startswith("vcuda"),
+                                   "dtype": "uint8", "mode": "m", "check": check, "verdict": verdict, "examples": 100,
+                                   "counts": {verdict: 100}, "worst": None,
+                                   "known_issues": [f"issue-{family}"] if verdict == "known_issue" else [],
+                                   "causes": {"upload": 100} if verdict == "warning" else {},
+                                   "warnings": {f"uploads on every call: a constant at x.py:{op}": 100}
+                                   if verdict == "warning" else {}})
+    summary = {"groups": groups, "totals": {"pass": 99_000, "known_issue": 7_000, "warning": 2_800},
+               "unused_known_issues": ["gpu-only-1", "gpu-only-2"], "unreproduced_known_issues": ["rare-1"],
+               "environment": {"targets": [{"name": t} for t in ("cpu", "cpu:default", "cpu:avx2", "vcuda:0",
+                                                                  "vcuda:1")]}}
+    lines = format_section(summary)
+    assert len(lines) <= 35, "\n".join(lines)
+    assert lines[0].startswith("no new failure: 2,100 items")
+    assert lines[1].split() == ["family", "cpu", "cpu:default", "cpu:avx2", "vcuda:0*", "vcuda:1*"]
+    assert "known issues: 14 entries reproduced in 70 items" in "\n".join(lines)
+    warned = [line for line in lines if "constant_upload (upload)" in line]
+    assert len(warned) == 8 and "on vcuda:0, vcuda:1" in warned[0] and "... and 20 more" in "\n".join(lines)
+    failing = [dict(groups[0], verdict="fail", counts={"fail": 1, "pass": 99})] + groups[1:]
+    assert format_section(dict(summary, groups=failing))[0].startswith("1 item failed")

@@ -100,14 +100,17 @@ def test_cases_from_an_earlier_run_are_checked_again_exactly_and_nothing_is_draw
 
 def test_a_bad_cases_source_is_a_one_line_usage_error(pytester):
     project = _project(pytester)
-    outcomes = project.path / "run" / "outcomes"
+    outcomes = project.path / "old" / "outcomes"
     outcomes.mkdir(parents=True)
-    (outcomes / "main.jsonl").write_text('{"kind": "item"}\nnot json\n{"kind": "item"}\n')
+    (outcomes / "main.jsonl").write_text('{"kind": "case", "id": 0, "case": {}}\n')  # an older store's
+    (project.path / "run" / "examples").mkdir(parents=True)
+    (project.path / "run" / "examples" / "main.parquet").write_text("not parquet")
     (project.path / "empty").mkdir()
     for args, message in [
-        (["--cases-from=nowhere"], "no such run folder or outcomes file: 'nowhere'"),
-        (["--cases-from=empty"], "holds no outcomes/*.jsonl (not a run folder)"),
-        (["--cases-from=run"], "main.jsonl:2: not a JSON record"),
+        (["--cases-from=nowhere"], "no such run folder: 'nowhere'"),
+        (["--cases-from=empty"], "holds no examples/ table (not a run folder, or a run that checked nothing)"),
+        (["--cases-from=old"], "written by an older conformance (store format 1"),
+        (["--cases-from=run"], "main.parquet: not a readable Parquet file"),
         (["--cases-from=run", "--replay", '{"op": "good", "recipe": {"height": 2, "width": 2}}'], "cannot be combined"),
     ]:
         result = project.runpytest_subprocess("-p", "no:cacheprovider", *args)

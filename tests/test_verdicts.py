@@ -167,7 +167,8 @@ def test_a_module_that_promises_to_work_unmoved_fails_when_it_does_not(project):
     summary = json.loads((project.path / "reports" / "latest" / "summary.json").read_text())
     rows = {g["op"]: g for g in summary["groups"] if g["check"] == "unmoved"}
     assert rows["allowed"]["behaviours"] == {"raises a device error": 5}
-    assert "modules left on the cpu" in out and "allowed" in out.split("modules left on the cpu")[1]
+    listed = out.split("modules left on the cpu that broke their promise (unmoved):")[1]
+    assert "promised on vcuda:1" in listed and "allowed" not in listed  # a kept promise is not listed
     html = (project.path / "reports" / "latest" / "index.html").read_text()
     assert "Modules left on the cpu" in html and "raises a device error" in html
 
@@ -260,14 +261,19 @@ from planted_placement import make_gain_spec
 def _spec(name, call):
     return dataclasses.replace(make_gain_spec(name, call=call), reference=lambda image, case: image)
 ''' + TABLE_UPLOAD.replace("make_gain_spec(", "_spec("))
-    uploads = project.runpytest_subprocess(*QUICK, "--targets=vcuda:1", "-k", "uploads", "-W",
-                                           "default::UserWarning", "--replay", ONE_PIXEL % "uploads")
+    uploads = project.runpytest_subprocess(*QUICK, "--targets=vcuda:1", "-k", "uploads", "--replay",
+                                           ONE_PIXEL % "uploads")
     uploads.assert_outcomes(passed=len([c for c in ("error", "placement", "invariants", "reference",
                                                     "cross_device", "constant_upload")]))
     out = uploads.stdout.str()
-    assert "ConformanceWarning" in out and "constant [8, 8] float32 (256 bytes)" in out
+    assert "constant_upload (upload) in 1 cases" in out and "constant [8, 8] float32 (256 bytes)" in out
+    assert "warnings summary" not in out  # aggregated at the end of the run, never one pytest warning per item
     verdicts = {r["check"]: r["verdict"] for r in records(project)}
     assert verdicts["placement"] == "pass" and verdicts["constant_upload"] == "warning"
+    gated = project.runpytest_subprocess(*QUICK, "--targets=vcuda:1", "-k", "uploads and constant_upload",
+                                         "--fail-on-warning", "--replay", ONE_PIXEL % "uploads")
+    gated.assert_outcomes(failed=1)
+    assert "fails the gate under --fail-on-warning" in gated.stdout.str()
     # the image itself going to the host is still an image copy, even of a 1x1 image
     trips = project.runpytest_subprocess(*QUICK, "--targets=vcuda:1", "-k", "round_trips and placement",
                                          "--replay", ONE_PIXEL % "round_trips")

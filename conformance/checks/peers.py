@@ -15,12 +15,12 @@ that is recorded as the reason.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from conformance.operations import OMIT
 from conformance.targets import CPU
 
 if TYPE_CHECKING:
@@ -68,14 +68,15 @@ def measure_peers(ctx: "CaseContext") -> tuple[dict[str, dict[str, Any]], dict[s
     if member is None or ctx.output64 is None:
         return found, outputs
     dtype, mode = ctx.case.recipe.dtype, ctx.mode
-    mine = member.effective(ctx.case.params)
+    omits = OMIT in ctx.case.params  # else every implementation is called with the same keywords
+    mine = member.effective(ctx.case.params) if omits else None
     for peer in member.earlier():
         if (dtype, mode) not in peer.variant_pairs():
             continue
         entry: dict[str, Any] = {"library": peer.member.library}
         found[peer.name] = entry
         why = _unmet(peer)
-        theirs = peer.member.effective(ctx.case.params)
+        theirs = peer.member.effective(ctx.case.params) if omits else None
         target = ctx.target if peer.runs_on(ctx.target) else CPU
         entry["target"] = target.name
         if why is not None:
@@ -91,7 +92,7 @@ def measure_peers(ctx: "CaseContext") -> tuple[dict[str, dict[str, Any]], dict[s
         if target.virtual and peer.needs_real_device:
             entry["skipped"] = f"not emulatable on a virtual device: {peer.needs_real_device}"
             continue
-        other = ctx.shared.context(peer, dataclasses.replace(ctx.case, op=peer.name), target, mode)
+        other = ctx.shared.context(peer, ctx.case.relabelled(peer.name), target, mode)
         run = other.run
         problem = run.not_emulatable or run.resource or (f"raised {run.raised}" if run.error is not None else None)
         if problem is None and other.output64 is None:

@@ -1,6 +1,6 @@
 """Build `reports/<run>/index.html` from a run's result store (also after a crash or kill).
 
-The page is one folder: index.html plus `report/*.png`, no network needed to view it.
+The page is one file: index.html with its pictures embedded (PNG data URIs), no network needed to view it.
 Only failing and known-issue examples that kept arrays get pictures, so the report's
 size follows the failures, not the passing examples.
 """
@@ -17,14 +17,16 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from conformance.report import crosslib, pictures
-from conformance.results import (VERDICT_ORDER, RunRecords, Summarizer, attach_cases, safe_name, was_complete,
-                                 write_atomically)
+from conformance.store import examples
+from conformance.store.aggregate import VERDICT_ORDER, Summarizer
+from conformance.store.reader import RunRecords, was_complete
+from conformance.store.writer import write_atomically
 
 MAX_DETAILS = 200  # failure details with pictures; more are listed without them
 MAX_LISTED = 2000  # failure details kept at all; more are counted (memory stays bounded)
 DETAIL_VERDICTS = ("fail", "error", "known_issue")
 NOTED_CHECKS = ("unmoved",)  # their behaviour is listed in a section of its own
-PICTURE_FOLDER = "report"
+OLD_PICTURE_FOLDER = "report"  # where pictures were written before they were embedded in the pages
 
 
 def _column(record: dict[str, Any]) -> tuple[str, str]:
@@ -78,17 +80,14 @@ def _size(worst: dict[str, Any]) -> float:
 class Findings:
     """What the report shows beyond the summary, collected as records stream past: one detail per
     (machine, item, check, verdict), the final or replayed example, else the first kept one (at most
-    MAX_LISTED; the rest are counted), and each item's first warning message."""
+    MAX_LISTED; the rest are counted)."""
 
     def __init__(self, limit: int = MAX_LISTED) -> None:
         self.chosen: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-        self.first_warning: dict[tuple[str, str], str] = {}
         self.unlisted: set[tuple[str, str, str, str]] = set()
         self.limit = limit
 
     def add(self, record: dict[str, Any]) -> None:
-        if record.get("verdict") == "warning":
-            self.first_warning.setdefault((record.get("machine", ""), record["nodeid"]), record.get("message", ""))
         if record.get("kind") != "outcome" or record.get("verdict") not in DETAIL_VERDICTS:
             return
         if record.get("phase") == "shrink":
@@ -103,18 +102,38 @@ class Findings:
         if better or (previous is not None and not previous.get("artifact") and record.get("artifact")):
             self.chosen[key] = record
 
+    def add_rows(self, run_dir: Path, known_issues: dict[str, Any]) -> None:
+        """The examples table's rows that did not pass: the one per item, check and verdict that `add` would
+        keep is picked from a few columns, and only those rows become records (a run's known issues are tens
+        of thousands of rows)."""
+        import pyarrow.compute as pc
+
+        where = pc.field("verdict").isin(list(DETAIL_VERDICTS)) & (pc.field("phase") != "shrink")
+        table, _ = examples.read_table(run_dir, where=where)
+        columns = table.select(["machine", "nodeid", "check", "verdict", "phase", "detail"]).to_pydict()
+        best: dict[tuple[str, str, str, str], tuple[tuple[int, int], int]] = {}
+        for index, (machine, nodeid, check, verdict, phase, detail) in enumerate(zip(*columns.values())):
+            key = (machine or "", nodeid, check, verdict)
+            rank = (phase in ("final", "replay"), bool(detail) and '"artifact": "' in detail)
+            if key not in best or rank > best[key][0]:
+                best[key] = (rank, index)
+        import pyarrow as pa
+
+        chosen = table.take(pa.array(sorted(index for _, index in best.values()), pa.int64()))
+        for batch in chosen.to_batches():
+            for values in batch.to_pylist():
+                self.add(examples.record(values, known_issues))
+
     def records(self) -> list[dict[str, Any]]:
-        found = sorted(self.chosen.values(),
-                       key=lambda r: (_rank(r["verdict"]), r["op"], r["target"], r["nodeid"], r["check"]))
-        attach_cases(found)  # cases stay on disk until a shown record needs its own
-        return found
+        return sorted(self.chosen.values(),
+                      key=lambda r: (_rank(r["verdict"]), r["op"], r["target"], r["nodeid"], r["check"]))
 
 
 def _peak(dtype: str) -> float:
     return 255.0 if dtype == "uint8" else 1.0
 
 
-def _pictures(record: dict[str, Any], run_dir: Path, out: Path, stem: str) -> dict[str, Any]:
+def _pictures(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Panels, heatmap, crops and histogram for one detail; {} when its arrays were not kept."""
     path = artifact_path(run_dir, record.get("artifact"))
     if path is None:
@@ -122,7 +141,7 @@ def _pictures(record: dict[str, Any], run_dir: Path, out: Path, stem: str) -> di
             if record.get("artifact") else {}
     try:
         with np.load(path, allow_pickle=False) as stored:
-            arrays = {name: stored[name] for name in stored.files}
+            arrays = {name: stored[name].astype(np.float64) for name in stored.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # a truncated or foreign file: no pictures
         return {"damaged": f"{record['artifact']} could not be read"}
     peak = _peak(record["dtype"])
@@ -131,7 +150,7 @@ def _pictures(record: dict[str, Any], run_dir: Path, out: Path, stem: str) -> di
                         ("cpu", "cpu output"), ("output", f"{record['target']} output")):
         if name in arrays and arrays[name].ndim >= 2:
             picture = pictures.to_picture(arrays[name], peak)
-            panels.append({"label": label, "image": pictures.save(picture, out, f"{stem}-{name}"),
+            panels.append({"label": label, "image": pictures.embed(picture),
                            "picture": picture})
     found: dict[str, Any] = {"panels": panels}
     against = record.get("against") if record.get("against") in ("cpu", "baseline") else "reference"
@@ -141,15 +160,14 @@ def _pictures(record: dict[str, Any], run_dir: Path, out: Path, stem: str) -> di
         top = float(finite.max()) if finite.size else 0.0
         tolerance = (record.get("tolerance") or {}).get("atol")
         found["against"] = against
-        found["heatmap"] = pictures.save(pictures.heatmap(diff, top), out, f"{stem}-diff")
-        found["scale"] = pictures.save(pictures.colour_scale(top, "levels" if peak == 255 else ""), out,
-                                       f"{stem}-scale", side=None)
-        found["histogram"] = pictures.save(pictures.histogram(diff, tolerance), out, f"{stem}-hist", side=None)
+        found["heatmap"] = pictures.embed(pictures.heatmap(diff, top))
+        found["scale"] = pictures.scale_label(top, "levels" if peak == 255 else "")
+        found["histogram"] = pictures.embed(pictures.histogram(diff, tolerance), side=None)
         if max(diff.shape) > 2 * pictures.CROP_RADIUS + 1:
             row, col = np.unravel_index(int(np.argmax(np.where(np.isfinite(diff), diff, np.inf))), diff.shape)
             found["crops"] = [
-                {"label": panel["label"], "image": pictures.save(
-                    pictures.crop_around(panel["picture"], int(row), int(col)), out, f"{stem}-crop-{i}", side=136)}
+                {"label": panel["label"], "image": pictures.embed(
+                    pictures.crop_around(panel["picture"], int(row), int(col)), side=136)}
                 for i, panel in enumerate(panels) if panel["picture"].size == (diff.shape[1], diff.shape[0])]
             found["crop_at"] = [int(row), int(col)]
     for panel in panels:
@@ -171,17 +189,16 @@ def artifact_path(run_dir: Path, artifact: Any) -> Path | None:
     return steps[-1]
 
 
-def details(chosen: list[dict[str, Any]], run_dir: Path, out: Path) -> list[dict[str, Any]]:
+def details(chosen: list[dict[str, Any]], run_dir: Path) -> list[dict[str, Any]]:
     found = []
     for index, record in enumerate(chosen):
-        stem = f"{index:04d}-{safe_name(record['check'], 20)}"
         detail = {
             "anchor": f"detail-{index}", "record": record,
             "case_json": json.dumps(record.get("case"), indent=1, sort_keys=True) if record.get("case") else "",
             "metrics": {k: v for k, v in (record.get("metrics") or {}).items() if v is not None},
         }
         if index < MAX_DETAILS:
-            detail |= _pictures(record, run_dir, out, stem)
+            detail |= _pictures(record, run_dir)
         found.append(detail)
     return found
 
@@ -204,16 +221,10 @@ def module_behaviours(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda g: (_rank(g["verdict"]), g["op"], g["target"], g["dtype"], g["mode"]))
 
 
-def warnings(summary: dict[str, Any], first: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
+def warnings(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Lesser findings (verdict "warning"), one per group, with the first message seen."""
-    found = []
-    for group in summary["groups"]:
-        if group["verdict"] == "warning":
-            message = next((m for (machine, nodeid), m in first.items() if machine == group.get("machine", "")
-                            and f"[{group['target']}-{group['dtype']}-{group['mode']}-{group['check']}]" in nodeid
-                            and nodeid.split("::")[-1].startswith(group["test"] + "[")), "")
-            found.append(group | {"message": message})
-    return found
+    return [group | {"message": next(iter(group.get("warnings") or {}), "")}
+            for group in summary["groups"] if group["verdict"] == "warning"]
 
 
 def baseline_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -233,34 +244,35 @@ def _template_environment() -> Environment:
     return env
 
 
-def build_report(run_dir: Path, *, title: str | None = None,
-                 outcomes: tuple[list[dict[str, Any]], int] | None = None) -> Path:
-    """Write run_dir/index.html (and run_dir/report/*.png) from the outcome records, streamed from
-    disk (or the `read_outcomes` result the caller already has): memory follows the groups and
-    the failures shown, not the passing examples."""
+def build_report(run_dir: Path, *, title: str | None = None) -> Path:
+    """Write run_dir/index.html (and run_dir/report/*.png) from the run's store: the journal streamed
+    (one record per item), and of the examples table only the rows that did not pass."""
     complete = was_complete(run_dir)
     environments = _environments(run_dir)
     summarizer, findings, worst = Summarizer(), Findings(), crosslib.WorstRecords()
-    records = outcomes[0] if outcomes is not None else RunRecords(run_dir, cases=False)
+    records = RunRecords(run_dir)
+    loaded: dict[str, Any] = {}
     for record in records:
         summarizer.add(record)
         findings.add(record)
         worst.add(record)
-    torn = outcomes[1] if outcomes is not None else records.torn  # type: ignore[union-attr]
-    summary = summarizer.summary(environments[0] if environments else None, torn=torn, complete=complete)
-    out = run_dir / PICTURE_FOLDER
-    if out.is_symlink() or out.is_file():  # never write pictures through a link into another folder
-        out.unlink()
-    shutil.rmtree(out, ignore_errors=True)
+        if record.get("kind") == "item":
+            loaded.update(record.get("known_issues_loaded") or {})
+    findings.add_rows(run_dir, loaded)
+    summary = summarizer.summary(environments[0] if environments else None, torn=records.torn, complete=complete)
+    stale = run_dir / OLD_PICTURE_FOLDER  # pictures are in the pages now; an older report's folder goes
+    if stale.is_symlink() or stale.is_file():  # (a link is removed, never followed)
+        stale.unlink()
+    shutil.rmtree(stale, ignore_errors=True)
     model = matrix(summary, environments)
-    found = details(findings.records(), run_dir, out)
+    found = details(findings.records(), run_dir)
     _link_cells(model, found)
-    crosslib_page = _crosslib_page(run_dir, summary, worst, out, title or run_dir.name)
+    crosslib_page = _crosslib_page(run_dir, summary, worst, title or run_dir.name)
     html = _template_environment().get_template("index.html.j2").render(
         crosslib_page=crosslib_page,
         title=title or run_dir.name, summary=summary, matrix=model, details=found, environments=environments,
         max_details=MAX_DETAILS, unlisted=len(findings.unlisted), modules=module_behaviours(summary),
-        warnings=warnings(summary, findings.first_warning), changed=baseline_changes(summary),
+        warnings=warnings(summary), changed=baseline_changes(summary),
         compared_with_baseline=any(g["check"] == "baseline" for g in summary["groups"]),
         timing_charts=_timing_charts(run_dir))
     index = run_dir / "index.html"
@@ -268,8 +280,7 @@ def build_report(run_dir: Path, *, title: str | None = None,
     return index
 
 
-def _crosslib_page(run_dir: Path, summary: dict[str, Any], worst: crosslib.WorstRecords, out: Path,
-                   title: str) -> str | None:
+def _crosslib_page(run_dir: Path, summary: dict[str, Any], worst: crosslib.WorstRecords, title: str) -> str | None:
     """crosslib.html when the run checked operations with several implementations (its name, else None)."""
     page = run_dir / "crosslib.html"
     if page.is_symlink() or page.is_dir():
@@ -279,20 +290,19 @@ def _crosslib_page(run_dir: Path, summary: dict[str, Any], worst: crosslib.Worst
         if page.is_file():
             page.unlink()
         return None
-    attach_cases(list(worst.kept.values()))
-    cards = crosslib.cards(model, worst, run_dir, out)
+    cards = crosslib.cards(model, worst, run_dir)
     html = _template_environment().get_template("crosslib.html.j2").render(title=title, model=model, cards=cards)
     write_atomically(page, html)
     return page.name
 
 
 def _timing_charts(run_dir: Path) -> list[dict[str, Any]]:
-    from conformance.report.charts import timing_charts
-    from conformance.timing import TimingsError, read
-
     path = run_dir / "timings.json"
     if not path.is_file() or path.is_symlink():
         return []
+    from conformance.report.charts import timing_charts
+    from conformance.timing import TimingsError, read
+
     try:
         return timing_charts(read(path))
     except TimingsError:

@@ -19,7 +19,7 @@ import numpy as np
 
 from conformance.libraries import ORDER
 from conformance.report import pictures
-from conformance.results import VERDICT_ORDER, safe_name
+from conformance.results import VERDICT_ORDER
 
 MAX_CARDS = 400  # worst-case cards with pictures; beyond that cells show their numbers only
 
@@ -140,7 +140,7 @@ def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None
             "entries": entries}
 
 
-def cards(found: dict[str, Any], worst: WorstRecords, run_dir: Path, out: Path) -> list[dict[str, Any]]:
+def cards(found: dict[str, Any], worst: WorstRecords, run_dir: Path) -> list[dict[str, Any]]:
     """Pictures of each cell's worst cases (against the reference and each other library)."""
     from conformance.report.build import artifact_path
 
@@ -151,13 +151,12 @@ def cards(found: dict[str, Any], worst: WorstRecords, run_dir: Path, out: Path) 
         if not kept or len(made) >= MAX_CARDS:
             continue
         entry.anchor = f"card-{len(made)}"
-        panels = [_comparison(r, run_dir, out, f"x{len(made):03d}-{safe_name(str(r.get('against')), 40)}",
-                              artifact_path(run_dir, r.get("artifact"))) for r in kept]
+        panels = [_comparison(r, artifact_path(run_dir, r.get("artifact"))) for r in kept]
         made.append({"anchor": entry.anchor, "entry": entry, "comparisons": panels})
     return made
 
 
-def _comparison(record: dict[str, Any], run_dir: Path, out: Path, stem: str, path: Path | None) -> dict[str, Any]:
+def _comparison(record: dict[str, Any], path: Path | None) -> dict[str, Any]:
     against = str(record.get("against"))
     shown: dict[str, Any] = {"against": against, "record": record,
                              "case_json": json.dumps(record.get("case"), sort_keys=True) if record.get("case") else "",
@@ -176,14 +175,12 @@ def _comparison(record: dict[str, Any], run_dir: Path, out: Path, stem: str, pat
     for name, label in (("input", "input"), ("reference", "reference"), ("peer", shown["label"]),
                         ("output", f"{record.get('op')} output")):
         if name in arrays and arrays[name].ndim >= 2:
-            panels.append({"label": label, "image": pictures.save(pictures.to_picture(arrays[name], peak), out,
-                                                                  f"{stem}-{name}")})
+            panels.append({"label": label, "image": pictures.embed(pictures.to_picture(arrays[name], peak))})
     shown["panels"] = panels
     if "output" in arrays and other in arrays and arrays["output"].shape == arrays[other].shape:
         diff = pictures.difference(arrays["output"], arrays[other])
         finite = diff[np.isfinite(diff)]
         top = float(finite.max()) if finite.size else 0.0
-        shown["heatmap"] = pictures.save(pictures.heatmap(diff, top), out, f"{stem}-diff")
-        shown["scale"] = pictures.save(pictures.colour_scale(top, "levels" if peak == 255 else ""), out,
-                                       f"{stem}-scale", side=None)
+        shown["heatmap"] = pictures.embed(pictures.heatmap(diff, top))
+        shown["scale"] = pictures.scale_label(top, "levels" if peak == 255 else "")
     return shown

@@ -1,8 +1,9 @@
 """Combine runs from several machines (an H100 runner, an A100 runner, a CPU runner)
 into one run folder whose matrix has a column per machine and target.
 
-Records are streamed from each run into the merged folder, never held all at once.  The same
-run given twice (or a copy of it) is refused: every example would count twice.
+Journal records are streamed from each run into the merged folder; each run's examples table is
+copied as one Parquet file with its machine label.  The same run given twice (or a copy of it) is
+refused: every example would count twice.
 """
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+
 from conformance.report.build import build_report
-from conformance.results import RunRecords, json_safe, safe_name, was_complete, write_summary
+from conformance.store import examples
+from conformance.store.aggregate import write_summary
+from conformance.store.reader import RunRecords, was_complete
+from conformance.store.writer import json_safe, safe_name
 
 
 class MergeError(ValueError):
@@ -47,8 +53,9 @@ def _digest(path: Path) -> str:
 
 
 def _fingerprints(run_dir: Path) -> tuple[set[str], str]:
-    """Digests of the run's non-empty outcome files, and of its environment files together."""
-    files = {_digest(p) for p in sorted((run_dir / "outcomes").glob("*.jsonl")) if p.stat().st_size}
+    """Digests of the run's non-empty journal and example files, and of its environment files together."""
+    files = {_digest(p) for p in [*sorted((run_dir / "outcomes").glob("*.jsonl")), *examples.files(run_dir)]
+             if p.stat().st_size}
     environment = hashlib.sha256(b"".join(_digest(p).encode() for p in sorted((run_dir / "environment").glob("*.json"))))
     return files, environment.hexdigest()
 
@@ -92,7 +99,14 @@ def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None)
                 if record.get("artifact"):
                     record["artifact"] = _copy_artifact(run_dir, record["artifact"], out, tag)
                 stream.write(json.dumps(json_safe(record), separators=(",", ":")) + "\n")
-        torn_total += records.torn
+        table, torn = examples.read_table(run_dir)
+        torn_total += records.torn + torn
+        table = table.set_column(table.schema.get_field_index("detail"), "detail", pa.array(
+            [_relocated(detail, run_dir, out, tag) for detail in table.column("detail").to_pylist()], pa.string()))
+        table = table.set_column(table.schema.get_field_index("machine"), "machine",
+                                 pa.array([label] * table.num_rows, pa.string()))
+        (out / examples.FOLDER).mkdir(exist_ok=True)
+        examples.write_parquet(table, out / examples.FOLDER / f"{tag}.parquet")
         for path in sorted((run_dir / "environment").glob("*.json"))[:1]:
             env = json.loads(path.read_text(encoding="utf-8")) | {"machine_label": label}
             (out / "environment").mkdir(exist_ok=True)
@@ -100,8 +114,18 @@ def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None)
     summary = write_summary(out, complete=complete)  # streamed from the merged files
     summary["machines"] = names
     summary["torn_lines"] = torn_total  # lines torn in the inputs (the merged files have none)
-    (out / "summary.json").write_text(json.dumps(json_safe(summary), indent=1), encoding="utf-8")
+    (out / "summary.json").write_text(json.dumps(json_safe(summary), separators=(",", ":")), encoding="utf-8")
     return build_report(out, title="merged: " + ", ".join(names))
+
+
+def _relocated(detail: str | None, run_dir: Path, out: Path, tag: str) -> str | None:
+    """A row's detail with its artifact copied into the merged run (and its path there)."""
+    if not detail or '"artifact"' not in detail:
+        return detail
+    found = json.loads(detail)
+    if found.get("artifact"):
+        found["artifact"] = _copy_artifact(run_dir, found["artifact"], out, tag)
+    return json.dumps(found, sort_keys=True)
 
 
 def _copy_artifact(run_dir: Path, relative: str, out: Path, tag: str) -> str | None:

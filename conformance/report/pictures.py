@@ -1,8 +1,9 @@
 """Pictures for failure details, drawn with Pillow: image panels, an amplified diff heatmap
-with its colour scale, crops around the worst pixel, and a histogram of differences."""
+(its colour scale is drawn by the page), crops around the worst pixel, and a histogram of differences."""
 from __future__ import annotations
 
-from pathlib import Path
+import base64
+import io
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageOps
@@ -51,16 +52,9 @@ def heatmap(diff: np.ndarray, top: float) -> Image.Image:
     return ImageOps.colorize(gray, **HEAT)
 
 
-def colour_scale(top: float, unit: str, width: int = 256, height: int = 14) -> Image.Image:
-    """The heatmap's ramp with its end values written under it."""
-    ramp = ImageOps.colorize(Image.linear_gradient("L").rotate(90).resize((width, height)), **HEAT)
-    canvas = Image.new("RGB", (width, height + 16), "white")
-    canvas.paste(ramp, (0, 0))
-    draw = ImageDraw.Draw(canvas)
-    draw.text((0, height + 2), "0", fill="black")
-    label = f"{top:.3g} {unit}".strip()
-    draw.text((width - 7 * len(label), height + 2), label, fill="black")
-    return canvas
+def scale_label(top: float, unit: str) -> str:
+    """The value the heatmap's brightest colour stands for (the page draws the ramp itself, in CSS)."""
+    return f"{top:.3g} {unit}".strip()
 
 
 def crop_around(picture: Image.Image, row: int, col: int, radius: int = CROP_RADIUS) -> Image.Image:
@@ -91,10 +85,11 @@ def histogram(diff: np.ndarray, tolerance: float | None, width: int = 320, heigh
     return canvas
 
 
-def save(picture: Image.Image, folder: Path, name: str, side: int | None = PANEL_SIDE) -> dict[str, object]:
-    """Write a PNG at its own resolution (the page enlarges it, so the report stays small);
-    returns its path relative to index.html and the size to show it at."""
-    folder.mkdir(parents=True, exist_ok=True)
-    picture.save(folder / f"{name}.png", compress_level=6)
+def embed(picture: Image.Image, side: int | None = PANEL_SIDE) -> dict[str, object]:
+    """A PNG at its own resolution, as a data URI for the page itself (which enlarges it, so the page stays small;
+    one file to share, no folder of small files); and the size to show it at."""
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG", compress_level=6)
     scale = display_scale(picture, side) if side else 1
-    return {"src": f"{folder.name}/{name}.png", "width": picture.width * scale, "height": picture.height * scale}
+    return {"src": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"),
+            "width": picture.width * scale, "height": picture.height * scale}

@@ -1,55 +1,57 @@
-"""`--cases-from`: the cases an earlier run checked, read back from its store (JSON only)."""
+"""`--cases-from`: the cases an earlier run checked, read back from its examples table (never pickles)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from conformance.store.reader import expand, file_records
+from conformance.store import examples
+from conformance.store.reader import file_records, journal_files
 
 
 class SavedCasesError(ValueError):
-    """A --cases-from source that is missing, not a run, or holds a malformed line."""
+    """A --cases-from source that is missing, not a run, or holds a malformed record."""
 
 
 def saved_cases(source: Path) -> dict[tuple[str, str, str, str], list[Any]]:
     """The cases a run checked, per (module, test, dtype, mode), in the order it checked them.
 
-    `source` is a run folder or one of its outcomes/*.jsonl files.  Only JSON is read (never
-    pickles); a line that does not parse is an error naming it, except a torn last line (a run
-    killed mid-write).
-    """
+    `source` is a run folder (its `examples/` table; a killed run's unfinished streams included)."""
+    from conformance.item_ids import variant_key
     from conformance.recipes import Case, RecipeError
-    from conformance.spec import variant_key
 
-    if source.is_dir():
-        files = sorted((source / "outcomes").glob("*.jsonl"))
-        if not files:
-            raise SavedCasesError(f"{source} holds no outcomes/*.jsonl (not a run folder)")
-    elif source.is_file():
-        files = [source]
-    else:
-        raise SavedCasesError(f"no such run folder or outcomes file: {str(source)!r}")
+    if not source.is_dir():
+        raise SavedCasesError(f"no such run folder: {str(source)!r}")
+    if not examples.files(source):
+        if journal_files(source):
+            try:  # an older store names itself
+                for path in journal_files(source):
+                    for _ in file_records(path):
+                        pass
+            except examples.StoreError as exc:
+                raise SavedCasesError(str(exc)) from None
+        raise SavedCasesError(f"{source} holds no examples/ table (not a run folder, or a run that checked nothing)")
+    try:
+        table, _ = examples.read_table(source, columns=["nodeid", "test", "dtype", "mode", "phase", "case"])
+    except examples.StoreError as exc:
+        raise SavedCasesError(str(exc)) from None
     plans: dict[tuple[str, str, str, str], list[Any]] = {}
     seen: set[tuple] = set()
-    for path in files:
-        for number, last, record in file_records(path):
-            if record is None:
-                if last:
-                    continue
-                raise SavedCasesError(f"{path}:{number}: not a JSON record")
-            for outcome in expand(record):
-                if outcome.get("phase") not in ("explore", "final", "replay") or "case" not in outcome:
-                    continue
+    parsed: dict[str, Any] = {}
+    for batch in table.to_batches(max_chunksize=8192):
+        for values in batch.to_pylist():
+            if values["phase"] not in ("explore", "final", "replay") or not values["case"]:
+                continue
+            key = variant_key(str(values["nodeid"]), str(values["test"]), str(values["dtype"]), str(values["mode"]))
+            if (key, values["case"]) in seen:
+                continue
+            seen.add((key, values["case"]))
+            case = parsed.get(values["case"])
+            if case is None:
                 try:
-                    key = variant_key(str(outcome["nodeid"]), str(outcome["test"]), str(outcome["dtype"]),
-                                      str(outcome["mode"]))
-                    case = Case.from_json(json.dumps(outcome["case"]))
-                except (KeyError, TypeError, RecipeError) as exc:
-                    raise SavedCasesError(f"{path}:{number}: not a case record ({exc})") from None
-                if (key, case.key) not in seen:
-                    seen.add((key, case.key))
-                    plans.setdefault(key, []).append(case)
+                    case = parsed[values["case"]] = Case.from_json(values["case"])
+                except RecipeError as exc:
+                    raise SavedCasesError(f"{source}: a row of {values['nodeid']} holds no valid case ({exc})") from None
+            plans.setdefault(key, []).append(case)
     if not plans:
         raise SavedCasesError(f"{source} holds no checked cases")
     return plans

@@ -1,28 +1,25 @@
-"""Reading a run's records back, one at a time (never the whole store at once).
+"""Reading a run's journal back, one record at a time (never the whole journal at once).
 
-A long profile writes millions of lines; the summary and the report aggregate them as they
-stream past, so reading keeps one line in memory, plus the cases of the file being read when
-the caller wants them back (`cases=True`).  Without them each record keeps a `case_ref` that
-`attach_cases` resolves later, for the few records that are shown.
+The journal (`outcomes/<worker>.jsonl`) holds one record per item event: its start, its end with
+its tally, item-level verdicts, the worst cases of an operation's implementations, operations, the
+case each process is about to run; examples are in the examples table (`conformance.store.examples`).
+A store written by an older conformance (format 1: a record per check and example) is refused with a
+one-line `StoreError` that says so.
 """
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from conformance.store import examples
+from conformance.store.examples import StoreError
 
-def expand(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """An `example` record (one case on one target, every check) as one `outcome` record per check;
-    other records as they are.  The rerun line and artifact belong to the checks that did not pass."""
-    if record.get("kind") != "example":
-        return [record]
-    base = {k: v for k, v in record.items() if k not in ("kind", "checks", "repro", "artifact")}
-    extra = {k: record[k] for k in ("repro", "artifact") if k in record}
-    return [base | {"kind": "outcome"} | check | (extra if check.get("verdict") != "pass" else {})
-            for check in record.get("checks", [])]
+__all__ = ["RunRecords", "StoreError", "file_records", "known_issue_entries", "load_environment", "read_outcomes",
+           "was_complete"]
+
+OLD_KINDS = ("example", "case")  # format 1: one record per example, cases written once per file
 
 
 def _numbered(path: Path) -> Iterator[tuple[int, bool, str]]:
@@ -37,12 +34,9 @@ def _numbered(path: Path) -> Iterator[tuple[int, bool, str]]:
             yield number, True, previous
 
 
-def file_records(path: Path, *, cases: bool = True) -> Iterator[tuple[int, bool, dict[str, Any] | None]]:
+def file_records(path: Path) -> Iterator[tuple[int, bool, dict[str, Any] | None]]:
     """(line number, is it the last line, the record or None where the line is not a JSON object) for
-    each record line of an outcomes file.  `case` lines are consumed here: with `cases`, each record
-    that refers to one gets its `case` back; without, a `case_ref` for `attach_cases`."""
-    known: dict[Any, Any] = {}
-    source = str(path)
+    each line of a journal file; a format-1 record raises StoreError."""
     for number, last, line in _numbered(path):
         if not line.strip():
             continue
@@ -53,69 +47,55 @@ def file_records(path: Path, *, cases: bool = True) -> Iterator[tuple[int, bool,
         if not isinstance(record, dict):
             yield number, last, None
             continue
-        if record.get("kind") == "case":
-            if cases:
-                known[record.get("id")] = record.get("case")
-            continue
-        if "case_id" in record:
-            case_id = record.pop("case_id")
-            if cases:
-                record["case"] = known.get(case_id)
-            else:
-                record["case_ref"] = (source, case_id)
+        if record.get("kind") in OLD_KINDS:
+            raise StoreError(f"{path.parent.parent} was written by an older conformance (store format 1, a record per "
+                             f"check and example): its summary.json and index.html stay readable, but this version "
+                             f"cannot read its records; use conformance 0.1.0 for it")
         yield number, last, record
 
 
-class RunRecords:
-    """A run's records in file order, one per check (see `expand`), streamed; `torn` counts the lines
-    skipped so far (complete once iterated)."""
+def journal_files(run_dir: Path) -> list[Path]:
+    folder = run_dir / "outcomes"
+    return sorted(p for p in folder.glob("*.jsonl") if not p.is_symlink()) if folder.is_dir() else []
 
-    def __init__(self, run_dir: Path, *, cases: bool = True) -> None:
-        self.run_dir, self.cases, self.torn = run_dir, cases, 0
+
+class RunRecords:
+    """A run's journal records in file order, streamed; `torn` counts the lines skipped so far
+    (complete once iterated)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir, self.torn = run_dir, 0
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         self.torn = 0
-        for path in sorted((self.run_dir / "outcomes").glob("*.jsonl")):
-            for _, _, record in file_records(path, cases=self.cases):
+        for path in journal_files(self.run_dir):
+            for _, _, record in file_records(path):
                 if record is None:
                     self.torn += 1
                 else:
-                    yield from expand(record)
+                    yield record
+
+
+def known_issue_entries(run_dir: Path) -> dict[str, Any]:
+    """Every known-issue entry the run's items loaded, by id (rows of the examples table name them by id)."""
+    found: dict[str, Any] = {}
+    for record in RunRecords(run_dir):
+        if record.get("kind") == "item":
+            found.update(record.get("known_issues_loaded") or {})
+    return found
 
 
 def read_outcomes(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
-    """All records of a run in a list, and how many torn lines were skipped: for tests and small
-    runs; the summary and the report stream (`RunRecords`) instead."""
+    """Every record of a run in one list: the journal's, then one `outcome` record per row of the examples
+    table (with its case, metrics, tolerance and known issue), and how many torn lines and batches were
+    skipped: for tests and small runs (the summary and the report stream the journal instead)."""
     records = RunRecords(run_dir)
     found = list(records)
-    return found, records.torn
-
-
-def attach_cases(records: Iterable[dict[str, Any]]) -> None:
-    """Give each record with a `case_ref` its `case`: one more pass over the files they came from,
-    keeping only the cases asked for."""
-    wanted: dict[str, dict[Any, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for record in records:
-        ref = record.pop("case_ref", None)
-        if ref is not None:
-            wanted[ref[0]][ref[1]].append(record)
-    for source, by_id in wanted.items():
-        for record in (r for ids in by_id.values() for r in ids):
-            record["case"] = None
-        try:
-            for _, _, line in _numbered(Path(source)):
-                if '"case"' not in line:
-                    continue
-                try:
-                    found = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if (isinstance(found, dict) and found.get("kind") == "case"
-                        and isinstance(found.get("id"), (int, str)) and found["id"] in by_id):
-                    for record in by_id[found["id"]]:
-                        record["case"] = found.get("case")
-        except OSError:
-            continue
+    entries = {k: v for r in found if r.get("kind") == "item" for k, v in (r.get("known_issues_loaded") or {}).items()}
+    table, torn = examples.read_table(run_dir)
+    for batch in table.to_batches(max_chunksize=4096):
+        found.extend(examples.record(values, entries) for values in batch.to_pylist())
+    return found, records.torn + torn
 
 
 def load_environment(run_dir: Path) -> dict[str, Any] | None:

@@ -1,10 +1,11 @@
-"""The terminal's view of a summary: what needs a look, and a one-screen matrix.
+"""The terminal's view of a summary: one screen at the end of a run, the full table on demand.
 
-A clean ci run has hundreds of item variants, nearly all passing; listing each buried the few
-that matter.  The table lists only variants that did not pass (failed, errored, known issues,
-warnings and baseline changes, out of memory, interrupted); the matrix shows every op on every
-target in one symbol.  The full table stays in summary.json and the HTML report (and
-`python -m conformance summary RUN --all`).
+A clean ci run has thousands of items, nearly all passing or known; listing each buried the few
+that matter.  The end of a run (`format_section`) says in one line whether anything new went wrong,
+shows a matrix of case families x targets (one symbol per cell), the known issues and notes in a
+line each, and warnings aggregated per op, target and cause (the largest first; all of them in the
+report).  Variants that failed are listed first.  `python -m conformance summary RUN` prints every
+variant (`format_table(full=True)`) and the ops x targets matrix.
 """
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from conformance.store.aggregate import VERDICT_ORDER
 SYMBOLS = {"fail": "F", "error": "E", "known_issue": "k", "warning": "w", "resource": "R", "interrupted": "I",
            "skipped": "s", "pass": "."}
 QUIET = ("pass", "skipped")  # verdicts the table leaves to the matrix
+NEW = ("fail", "error", "interrupted", "resource")  # what a run's first line is about
+WARNING_LINES = 8  # aggregated warnings shown at the end of a run; the rest are counted
+LISTED_VARIANTS = 20  # failing variants shown at the end of a run; the rest are counted
 
 
 def _fmt_number(value: Any) -> str:
@@ -62,23 +66,29 @@ def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 
 
-def format_matrix(summary: dict[str, Any]) -> list[str]:
-    """Ops x targets, one symbol per cell (the worst verdict over dtypes, modes and checks), and a legend."""
+def _matrix(summary: dict[str, Any], row_of: str) -> list[str]:
+    """Rows (ops or families) x targets, one symbol per cell (the worst verdict), and a legend."""
     cells: dict[tuple[str, str], list[str]] = defaultdict(list)
     columns: dict[str, bool] = {}
     for row in summary["groups"]:
         column = (f"{row['machine']}/" if row.get("machine") else "") + row["target"]
         columns.setdefault(column, bool(row["virtual"]))
-        cells[(row["op"], column)].append(row["verdict"])
+        cells[(str(row.get(row_of) or row["op"]), column)].append(row["verdict"])
     if not cells:
         return []
-    ordered = sorted(columns, key=lambda c: (columns[c], c))
-    header = ("op", *(c + ("*" if columns[c] else "") for c in ordered))
-    ops = sorted({op for op, _ in cells})
-    body = [(op, *(SYMBOLS.get(_worst_verdict(cells[(op, c)]), "?") if (op, c) in cells else " " for c in ordered))
-            for op in ops]
+    known = [t.get("name") for t in (summary.get("environment") or {}).get("targets", []) if isinstance(t, dict)]
+    ordered = sorted(columns, key=lambda c: (columns[c], known.index(c) if c in known else len(known), c))
+    header = ("family" if row_of == "family" else "op", *(c + ("*" if columns[c] else "") for c in ordered))
+    names = sorted({name for name, _ in cells})
+    body = [(name, *(SYMBOLS.get(_worst_verdict(cells[(name, c)]), "?") if (name, c) in cells else " "
+                     for c in ordered)) for name in names]
     legend = "  ".join(f"{symbol} {verdict.replace('_', ' ')}" for verdict, symbol in SYMBOLS.items())
     return [*_aligned([header, *body]), f"legend: {legend}  (blank: not run; * virtual target)"]
+
+
+def format_matrix(summary: dict[str, Any]) -> list[str]:
+    """Ops x targets, one symbol per cell (the worst verdict over dtypes, modes and checks), and a legend."""
+    return _matrix(summary, "op")
 
 
 def format_table(summary: dict[str, Any], *, full: bool = False) -> list[str]:
@@ -97,8 +107,9 @@ def format_table(summary: dict[str, Any], *, full: bool = False) -> list[str]:
     return [*lines, "", *format_matrix(summary)]
 
 
-def format_modules(summary: dict[str, Any]) -> list[str]:
-    """What module ops did when left on the cpu with a device input (the `unmoved` check), per op and target."""
+def format_modules(summary: dict[str, Any], *, broken_only: bool = False) -> list[str]:
+    """What module ops did when left on the cpu with a device input (the `unmoved` check), per op and target;
+    with `broken_only`, only where that broke the module's promise."""
     seen: dict[tuple[str, str], Counter] = defaultdict(Counter)
     verdicts: dict[tuple[str, str], str] = {}
     for row in summary["groups"]:
@@ -107,4 +118,88 @@ def format_modules(summary: dict[str, Any]) -> list[str]:
             seen[key].update(row["behaviours"])
             verdicts[key] = _worst_verdict([verdicts.get(key, "pass"), row["verdict"]])
     return [f"  {op} on {target}: " + "; ".join(f"{b} ({n} cases)" for b, n in sorted(counts.items()))
-            + f" -> {verdicts[(op, target)].replace('_', ' ')}" for (op, target), counts in sorted(seen.items())]
+            + f" -> {verdicts[(op, target)].replace('_', ' ')}" for (op, target), counts in sorted(seen.items())
+            if not broken_only or verdicts[(op, target)] not in QUIET]
+
+
+def _plural(count: int, word: str) -> str:
+    plural = word[:-1] + "ies" if word.endswith("y") else word + "s"
+    return f"{count:,} {word if count == 1 else plural}"
+
+
+def _warning_lines(summary: dict[str, Any]) -> list[str]:
+    """Warnings aggregated per op, check and cause: one line each with the targets, the case count and the
+    first message (its details cut at " at "); the most frequent first, WARNING_LINES of them."""
+    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in summary["groups"]:
+        if row["verdict"] != "warning":
+            continue
+        for cause in row.get("causes") or {"": 0}:
+            entry = found.setdefault((row["op"], row["check"], cause), {"targets": set(), "cases": 0, "message": ""})
+            entry["targets"].add(row["target"])
+            entry["cases"] += int((row.get("causes") or {}).get(cause) or row["counts"].get("warning", 0))
+            entry["message"] = entry["message"] or next(iter(row.get("warnings") or {}), "")
+    ordered = sorted(found.items(), key=lambda kv: (-kv[1]["cases"], kv[0]))
+    lines = []
+    for (op, check, cause), entry in ordered[:WARNING_LINES]:
+        message = entry["message"].split(" at ")[0]
+        message = message if len(message) <= 90 else message[:87] + "..."
+        lines.append(f"  {op} on {', '.join(sorted(entry['targets']))}: {check} ({cause or 'warning'}) in "
+                     f"{entry['cases']:,} cases: {message}")
+    if len(ordered) > WARNING_LINES:
+        lines.append(f"  ... and {len(ordered) - WARNING_LINES} more: the report's warnings table")
+    return lines
+
+
+def _ids(ids: list[str], shown: int = 4) -> str:
+    return ", ".join(ids[:shown]) + (f", ... ({len(ids) - shown} more in summary.json)" if len(ids) > shown else "")
+
+
+def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[str]:
+    """The end of a run in one screen: the verdict, failing variants, families x targets, known issues,
+    notes and warnings.  `selected`: a -k/-m/node-id run (known issues it left out are not warned about)."""
+    groups = summary["groups"]
+    items = Counter(g["verdict"] for g in groups)
+    bad = [g for g in groups if g["verdict"] in NEW]
+    totals = summary.get("totals", {})
+    counts = ", ".join(f"{n:,} {v.replace('_', ' ')}" for v, n in sorted(items.items(), key=lambda kv: (
+        VERDICT_ORDER.index(kv[0]) if kv[0] in VERDICT_ORDER else 99)))
+    outcomes = sum(v for k, v in totals.items() if k != "interrupted")
+    head = (f"{_plural(len(bad), 'item')} failed, errored, ran out of memory or were interrupted"
+            if bad else "no new failure")
+    lines = [f"{head}: {_plural(len(groups), 'item')} ({counts}); {_plural(outcomes, 'checked outcome')}"]
+    if bad:
+        rows = [r for r in _variant_rows(summary) if r[5].replace(" ", "_") in NEW]
+        shown = rows[:LISTED_VARIANTS]
+        lines += _aligned([("op", "target", "dtype", "mode", "examples", "result", "worst check: max |diff| / atol"),
+                           *shown])
+        if len(rows) > len(shown):
+            lines.append(f"... and {len(rows) - len(shown)} more variants: python -m conformance summary RUN")
+    lines += _matrix(summary, "family")
+    known = sorted({k for g in groups for k in g["known_issues"]})
+    if known:
+        hit = [g for g in groups if g["known_issues"]]
+        lines.append(f"known issues: {_plural(len(known), 'entry')} reproduced in {_plural(len(hit), 'item')} "
+                     f"({totals.get('known_issue', 0):,} cases): the report's known-issue table")
+    unused = [] if selected else summary.get("unused_known_issues", [])
+    if unused:
+        lines.append(f"known issues applying to no item of this run ({len(unused)}): {_ids(unused)}")
+    unreproduced = [] if selected else summary.get("unreproduced_known_issues", [])
+    if unreproduced:
+        lines.append(f"known issues matching no failure in this run's draws ({len(unreproduced)}): "
+                     f"{_ids(unreproduced)}")
+    notes = summary.get("notes") or []
+    if notes:
+        entries = sorted({n["issue"] for n in notes})
+        lines.append(f"notes: {_plural(len(entries), 'strict known issue')} did not reproduce in {len(notes)} cells, "
+                     f"with too few cases in scope to call them fixed ({', '.join(entries[:5])}"
+                     f"{', ...' if len(entries) > 5 else ''}): summary.json notes")
+    broken = format_modules(summary, broken_only=True)
+    if broken:
+        lines += ["modules left on the cpu that broke their promise (unmoved):", *broken]
+    warned = [g for g in groups if g["verdict"] == "warning"]
+    if warned:
+        lines.append(f"warnings (a cost, not a wrong answer; never fail the gate): {_plural(len(warned), 'item')}, "
+                     f"{totals.get('warning', 0):,} cases; per op, cause and targets:")
+        lines += _warning_lines(summary)
+    return lines

@@ -1,7 +1,10 @@
-"""Writing a run's records: one JSON line per record, flushed per line (see docs/results.md).
+"""Writing a run's store: the journal (one JSON line per item event, see docs/results.md), the
+examples table (one row per check outcome, conformance.store.examples) and the arrays of failures.
 
-Every line is complete on disk before the next check runs, so a crash loses at most the line
-being written; readers skip (and count) such a torn last line.
+Writes are buffered per item: the journal is flushed when an item starts and ends, the examples of an
+item are appended as one batch when it ends, and the case an xdist worker is about to run is written in
+place before the op runs (so a process that dies names it).  Readers skip (and count) a torn last line or
+batch.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
+
+from conformance.store.examples import ExamplesWriter
 
 
 def json_safe(value: Any) -> Any:
@@ -40,65 +45,79 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
+def compact(array: np.ndarray) -> np.ndarray:
+    """An array in the smallest dtype that holds its values exactly: uint8 for whole numbers 0..255,
+    float32 where float32 keeps every value, else float64 (readers convert back to float64)."""
+    array = np.asarray(array)
+    if array.dtype.kind != "f" or array.size == 0:
+        return array
+    finite = np.isfinite(array)
+    if finite.all() and array.min() >= 0 and array.max() <= 255 and np.array_equal(np.rint(array), array):
+        return array.astype(np.uint8)
+    small = array.astype(np.float32)
+    same = (small == array) | (np.isnan(small) & np.isnan(array))
+    return small if same.all() else array
+
+
 class Store:
-    """Appends one process's outcomes to its own file (xdist-safe without locks)."""
+    """One process's journal, examples table and artifacts (xdist-safe without locks: files per process)."""
 
     def __init__(self, run_dir: Path, worker: str, environment: dict[str, Any]) -> None:
         self.run_dir = run_dir
         self.worker = worker
-        self._case_ids: dict[str, int] = {}  # case JSON -> its id in this file
         (run_dir / "outcomes").mkdir(parents=True, exist_ok=True)
         (run_dir / "environment").mkdir(exist_ok=True)
         if environment:  # the controller's crash records come with none: the workers' describe the run
             (run_dir / "environment" / f"{worker}.json").write_text(json.dumps(json_safe(environment), indent=2))
-        self._file: TextIO = open(run_dir / "outcomes" / f"{worker}.jsonl", "a", encoding="utf-8")
+        self._file: TextIO = open(run_dir / "outcomes" / f"{worker}.jsonl", "a", encoding="utf-8",
+                                  buffering=1 << 16)
+        self.examples = ExamplesWriter(run_dir, worker)
         self._artifact_count = 0
+        self._running: int | None = None  # outcomes/<worker>.running: the case this process is running
 
-    def append_example(self, record: dict[str, Any], case_json: str) -> None:
-        """An example record; its case is written once per file (a `case` line) and referred to by id,
-        since every check of every target records the same case."""
-        case_id = self._case_ids.get(case_json)
-        if case_id is None:
-            case_id = self._case_ids[case_json] = len(self._case_ids)
-            self.append({"kind": "case", "id": case_id}, encoded={"case": case_json})
-        self.append(record | {"case_id": case_id})
-
-    def append(self, record: dict[str, Any], encoded: dict[str, str] | None = None) -> None:
-        """Write one record as a line; `encoded` holds fields already serialised to JSON."""
+    def append(self, record: dict[str, Any], encoded: dict[str, str] | None = None, *, flush: bool = False) -> None:
+        """Write one journal record as a line; `encoded` holds fields already serialised to JSON."""
         try:
-            text = json.dumps(record, sort_keys=True, allow_nan=False)
+            text = json.dumps(record, sort_keys=True, allow_nan=False, separators=(",", ":"))
         except ValueError:  # inf or nan somewhere: spelled as strings
-            text = json.dumps(json_safe(record), sort_keys=True)
+            text = json.dumps(json_safe(record), sort_keys=True, separators=(",", ":"))
         if encoded:
             fields = ",".join(f"{json.dumps(key)}:{value}" for key, value in encoded.items())
             text = f"{text[:-1]}{',' if len(text) > 2 else ''}{fields}}}"
         self._file.write(text + "\n")
+        if flush:
+            self._file.flush()
+
+    def running(self, nodeid: str, case_json: str) -> None:
+        """Name the case this process is about to run, in place of the last one (a file of two lines, rewritten
+        before every op call): if the process dies, the controller reads it (`running_case`)."""
+        if self._running is None:
+            self._running = os.open(self.run_dir / "outcomes" / f"{self.worker}.running", os.O_WRONLY | os.O_CREAT,
+                                    0o644)
+        data = f"{json.dumps({'nodeid': nodeid})}\n{case_json}\n".encode()
+        os.pwrite(self._running, data, 0)
+        os.ftruncate(self._running, len(data))
+
+    def item_ended(self) -> None:
+        """An item's end: its examples, then the journal, go to disk."""
+        self.examples.flush()
         self._file.flush()
 
     def save_arrays(self, stem: str, arrays: dict[str, np.ndarray]) -> str:
-        """Keep a failing example's arrays; returns the path relative to the run dir."""
+        """Keep a failing example's arrays (each in its smallest exact dtype); returns the path relative
+        to the run dir."""
         self._artifact_count += 1
         folder = self.run_dir / "artifacts"
         folder.mkdir(exist_ok=True)
         name = f"{self.worker}-{self._artifact_count:05d}-{safe_name(stem)}.npz"
-        np.savez_compressed(folder / name, **{k: np.asarray(v) for k, v in arrays.items()})
+        np.savez_compressed(folder / name, **{k: compact(v) for k, v in arrays.items()})
         return f"artifacts/{name}"
 
     def close(self) -> None:
+        self._file.flush()
+        self.examples.close()
         self._file.close()
-
-
-def check_entry(outcome: Any, verdict: str, message: str, known_issue: dict[str, Any] | None) -> dict[str, Any]:
-    """One check's outcome as stored in an `example` record (schema: docs/results.md)."""
-    tolerance = outcome.tolerance.to_dict() if outcome.tolerance else None
-    if tolerance is not None and outcome.passed:
-        tolerance.pop("reason", None)  # kept with failures; a pass needs only the numbers
-    entry = {
-        "check": outcome.check, "verdict": verdict, "against": outcome.against,
-        "metrics": outcome.metrics.to_dict() if outcome.metrics else None, "tolerance": tolerance,
-        "message": message, "traceback": outcome.traceback, "details": outcome.details,
-        "cause": outcome.cause if not outcome.passed else None, "diverges": outcome.diverges,
-        "behaviour": outcome.behaviour, "known_issue": known_issue,
-    }
-    # empty fields are left out: a long run writes hundreds of thousands of these
-    return {k: v for k, v in entry.items() if v is not None and v != ""}
+        if self._running is not None:
+            os.close(self._running)
+            self._running = None
+            (self.run_dir / "outcomes" / f"{self.worker}.running").unlink(missing_ok=True)

@@ -67,6 +67,7 @@ def _stream(stream: Any) -> contextlib.AbstractContextManager:
     return contextlib.nullcontext()
 
 
+@functools.lru_cache(maxsize=None)
 def answers(count: int) -> dict[str, Callable[..., Any]]:
     """Every `torch.cuda` function a virtual device answers, and its answer."""
     return {
@@ -130,9 +131,20 @@ def _unanswered() -> tuple[tuple[ModuleType, str], ...]:
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=None)
+def _replacements(count: int) -> tuple[tuple[ModuleType, dict[str, Any]], ...]:
+    """What `torch.cuda` and `torch.cuda.amp` get while `count` virtual devices are active, per module: the
+    answers and the refusals, built once (a refusal wraps its original's name and docstring: building them
+    per call was most of a call)."""
+    found: dict[ModuleType, dict[str, Any]] = {torch.cuda: dict(answers(count))}
+    for module, name in _unanswered():
+        found.setdefault(module, {})[name] = _refusal(module, name, getattr(module, name))
+    return tuple(found.items())
+
+
 _patch_lock = threading.Lock()
 _patch_depth = [0]
-_saved: dict[tuple[ModuleType, str], Any] = {}
+_saved: list[tuple[ModuleType, dict[str, Any]]] = []
 _saved_state: dict[str, Any] = {}
 
 
@@ -141,16 +153,16 @@ def _patch(count: int) -> None:
         if _patch_depth[0] == 0:  # everything that can fail comes before the first change
             _import_before_patching()
             ensure_device_guard()
-            replacements = {(torch.cuda, name): answer for name, answer in answers(count).items()}
-            replacements.update({(module, name): _refusal(module, name, getattr(module, name))
-                                 for module, name in _unanswered()})
+            replacements = _replacements(count)
             lift = private(torch._C, "_only_lift_cpu_tensors")()
             set_lift = private(torch._C, "_set_only_lift_cpu_tensors")
-            _saved.update({key: getattr(*key) for key in replacements})
+            for module, names in replacements:
+                namespace = vars(module)
+                _saved.append((module, {name: namespace[name] for name in names}))
             _saved_state.update(lift=lift, index=state.current_index, cudnn=torch.backends.cudnn.enabled)
             torch.backends.cudnn.enabled = False  # cuDNN kernels have no CPU twin; take PyTorch's native paths
-            for (module, name), replacement in replacements.items():
-                setattr(module, name, replacement)
+            for module, names in replacements:
+                vars(module).update(names)  # one dict update per module (tens of setattr calls cost more)
             set_lift(True)  # torch.tensor(..., device=) then goes through dispatch
         _patch_depth[0] += 1
 
@@ -160,8 +172,8 @@ def _unpatch() -> None:
         _patch_depth[0] -= 1
         if _patch_depth[0] > 0:
             return
-        for (module, name), original in _saved.items():
-            setattr(module, name, original)
+        for module, originals in _saved:
+            vars(module).update(originals)
         _saved.clear()
         private(torch._C, "_set_only_lift_cpu_tensors")(_saved_state["lift"])
         state.current_index = _saved_state["index"]

@@ -26,8 +26,6 @@ PRIVATE_APIS: tuple[str, ...] = (
     "torch._C._dispatch_has_kernel_for_dispatch_key",  # device-only kernels are refused
     "torch.utils._python_dispatch.TorchDispatchMode",  # factories with device= are caught
     "torch.utils._python_dispatch.is_traceable_wrapper_subclass",  # Module.to() swaps the wrapper
-    "torch.utils._pytree.tree_map",
-    "torch.utils._pytree.tree_leaves",
     *(f"torch.cuda.{name}" for name in facade.PRIVATE_ANSWERS),  # replaced while a target is active
     *(f"torch.ops.aten.{name}" for name in rules.USED_NAMES),
 )

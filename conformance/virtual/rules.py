@@ -11,9 +11,8 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves, tree_map
 
-from conformance.placement import PlacementLog, library_frame
+from conformance.placement import PlacementLog, leaves, library_frame, map_leaves
 from conformance.virtual.tensor import (CPU, DeviceMixError, NotEmulatable, VirtualTensor, device_of, private,
                                         state, unwrap, wrap)
 
@@ -41,6 +40,9 @@ def _overloads(names: tuple[str, ...]) -> frozenset:
 
 INDEX_OPS = _overloads(INDEX_OP_NAMES)
 LIFTS = _overloads(LIFT_NAMES)
+# by identity: an OpOverload's __hash__ is Python code, and these are asked on every op
+INDEX_OP_IDS = frozenset(map(id, INDEX_OPS))
+LIFT_IDS = frozenset(map(id, LIFTS))
 TO_COPY, COPY = map(overload, TRANSFER_NAMES)
 
 
@@ -59,22 +61,24 @@ def _culprit(tensor: torch.Tensor, log: PlacementLog | None) -> str | None:
     described = f"the {tensor.device} tensor (shape {list(tensor.shape)}, {str(tensor.dtype).removeprefix('torch.')})"
     if id(tensor) in log.watched:
         return f"{described} is {log.watched[id(tensor)]}"
-    origin = log.origins.get(tensor)
+    origin = log.origin(tensor)
     if origin is not None:
         return f"{described} was created at {origin} without device="
     return None
 
 
-def _check_devices(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> torch.device | None:
-    """The one non-cpu device of the op's tensors, or None; raise if two devices mix."""
-    leaves = tree_leaves((args, kwargs))
-    if func in INDEX_OPS:  # CPU index tensors are allowed with any indexed tensor
-        allowed = {id(t) for t in tree_leaves(args[1:2]) if isinstance(t, torch.Tensor) and t.device.type == "cpu"}
-        leaves = [leaf for leaf in leaves if id(leaf) not in allowed]
+def _check_devices(func, args: tuple, inputs: list[Any], log: PlacementLog | None) -> torch.device | None:
+    """The one non-cpu device of the op's tensors (`inputs`: the leaves of its arguments), or None; raise if two
+    devices mix."""
+    tensors = [leaf for leaf in inputs if isinstance(leaf, torch.Tensor)]
+    if id(func) in INDEX_OP_IDS:  # CPU index tensors are allowed with any indexed tensor
+        allowed = {id(t) for t in leaves(args[1:2]) if isinstance(t, torch.Tensor) and t.device.type == "cpu"}
+        tensors = [t for t in tensors if id(t) not in allowed]
     found: dict[torch.device, torch.Tensor] = {}
-    for leaf in leaves:
-        if isinstance(leaf, torch.Tensor) and not (leaf.device.type == "cpu" and leaf.dim() == 0):
-            found.setdefault(leaf.device, leaf)
+    for tensor in tensors:
+        device = tensor.device
+        if device not in found and not (device.type == "cpu" and tensor.dim() == 0):
+            found[device] = tensor
     if len(found) > 1:
         devices = sorted(found, key=lambda d: (d.type == "cpu", str(d)))
         causes = [c for c in (_culprit(t, log) for t in found.values()) if c]
@@ -82,23 +86,26 @@ def _check_devices(func, args: tuple, kwargs: dict, log: PlacementLog | None) ->
         raise DeviceMixError(
             f"Expected all tensors to be on the same device, but found at least two devices, "
             f"{devices[0]} and {devices[1]}! (in {func} at {library_frame(3)}{cause})")
-    accelerators = [d for d in found if d.type != "cpu"]
-    if accelerators:
-        return accelerators[0]
-    virtual_scalars = [leaf.device for leaf in leaves if isinstance(leaf, VirtualTensor)]
-    return virtual_scalars[0] if virtual_scalars else None
+    for device in found:
+        if device.type != "cpu":
+            return device
+    for tensor in tensors:
+        if isinstance(tensor, VirtualTensor):
+            return tensor.device
+    return None
 
 
 def dispatch(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> Any:
     """Run one aten op with virtual-device semantics."""
+    inputs = leaves(args, kwargs)
     if log is not None:
-        log.note(func, args, kwargs, device_of)
+        log.note(func, args, kwargs, device_of, inputs)
     if func.namespace not in ("aten", "prims"):
-        _refuse_device_only_kernel(func, args, kwargs)
+        _refuse_device_only_kernel(func, inputs)
     requested = kwargs.get("device")
     transfer = func is TO_COPY or func is COPY
     # transfers may cross devices: their output device is the target's (below)
-    device = None if transfer else _check_devices(func, args, kwargs, log)
+    device = None if transfer else _check_devices(func, args, inputs, log)
     if requested is not None:
         device = resolve(requested)
         kwargs = {**kwargs, "device": CPU}
@@ -106,8 +113,9 @@ def dispatch(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> Any:
             device = None
     elif transfer:
         device = args[0].device if isinstance(args[0], VirtualTensor) else None
-    wrappers = {id(leaf._inner): leaf for leaf in tree_leaves((args, kwargs)) if isinstance(leaf, VirtualTensor)}
-    inner_args, inner_kwargs = tree_map(unwrap, (args, kwargs))
+    wrappers = {id(leaf._inner): leaf for leaf in inputs if isinstance(leaf, VirtualTensor)}
+    inner_args = map_leaves(unwrap, args) if wrappers else args
+    inner_kwargs = map_leaves(unwrap, kwargs) if wrappers else kwargs
     try:
         result = func(*inner_args, **inner_kwargs)
     except NotImplementedError as exc:
@@ -123,35 +131,34 @@ def dispatch(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> Any:
             return wrappers[id(value)]
         if device is None:
             if log is not None:
-                _track_origin(func, value, args, log)
+                _track_origin(func, value, inputs, log)
             return value
         return wrap(value, device)
 
-    wrapped = tree_map(rewrap, result)
+    wrapped = rewrap(result) if isinstance(result, torch.Tensor) else map_leaves(rewrap, result)
     if log is not None:
-        log.propagate(func, args, kwargs, wrapped)
+        log.propagate(func, args, kwargs, wrapped, inputs)
     return wrapped
 
 
-def _refuse_device_only_kernel(func, args: tuple, kwargs: dict) -> None:
+def _refuse_device_only_kernel(func, inputs: list[Any]) -> None:
     """A library op asked to run on a cuda device without a CPU kernel to stand in for it
     (e.g. torchvision's nvjpeg decode): emulating it would run something else."""
-    leaves = tree_leaves((args, kwargs))
     on_device = any(isinstance(leaf, VirtualTensor) or (isinstance(leaf, torch.device) and leaf.type == "cuda")
-                    for leaf in leaves)
+                    for leaf in inputs)
     has_kernel = private(torch._C, "_dispatch_has_kernel_for_dispatch_key")
     if on_device and not has_kernel(func.name(), "CPU"):
         raise NotEmulatable(f"{func.name()} has no CPU kernel to stand in for its device kernel")
 
 
-def _track_origin(func, output: torch.Tensor, args: tuple, log: PlacementLog) -> None:
+def _track_origin(func, output: torch.Tensor, inputs: list[Any], log: PlacementLog) -> None:
     """Remember where a cpu tensor made during the call came from (inherited through cpu ops)."""
-    parents = [log.origins.get(a) for a in tree_leaves(args) if isinstance(a, torch.Tensor)]
+    parents = [log.origin(a) for a in inputs if isinstance(a, torch.Tensor)]
     known = [p for p in parents if p is not None]
     if known:
-        log.origins[output] = known[0]
-    elif not parents or func in LIFTS:  # a factory, or torch.tensor(data)
-        log.origins[output] = library_frame(3)
+        log.set_origin(output, known[0])
+    elif not parents or id(func) in LIFT_IDS:  # a factory, or torch.tensor(data)
+        log.set_origin(output, library_frame(3))
 
 
 class VirtualMode(TorchDispatchMode):
@@ -161,5 +168,12 @@ class VirtualMode(TorchDispatchMode):
         super().__init__()
         self.log = log
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Virtual targets are never compiled: no dynamo-disabling wrapper per call (see placement.ObserverMode)."""
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if state.direct:  # this package's own work on the cpu tensors inside virtual ones
+            return func(*args, **(kwargs or {}))
         return dispatch(func, args, kwargs or {}, self.log)

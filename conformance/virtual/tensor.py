@@ -43,6 +43,7 @@ def private(owner: Any, name: str) -> Any:
 
 class _State(threading.local):
     current_index = 0  # what `torch.cuda.current_device()` answers on this thread
+    direct = 0  # > 0 while this package works on the cpu tensors inside virtual ones (no rules to apply)
     logs: list[PlacementLog | None]
 
     def __init__(self) -> None:
@@ -89,9 +90,15 @@ class VirtualTensor(torch.Tensor):
     def __tensor_unflatten__(inner: dict[str, torch.Tensor], device: torch.device, outer_size, outer_stride):
         return VirtualTensor(inner["_inner"], device)
 
-    # Python indexing sets a device guard in C++ before dispatch; index the inner tensor instead.
+    # Python indexing sets a device guard in C++ before dispatch; index the inner tensor instead (its aten ops
+    # skip the rules: they run on cpu tensors of this package's own).
     def __getitem__(self, index: Any) -> torch.Tensor:
-        result = wrap(self._inner[_index_for(self, index)], self.device)
+        inner_index = _index_for(self, index)
+        state.direct += 1
+        try:
+            result = wrap(self._inner[inner_index], self.device)
+        finally:
+            state.direct -= 1
         log = current_log()
         if log is not None:
             log.propagate(torch.ops.aten.index.Tensor, (self, index), {}, result)
@@ -102,7 +109,12 @@ class VirtualTensor(torch.Tensor):
         copy = torch.ops.aten.copy_.default
         if log is not None and isinstance(value, torch.Tensor) and value.device != self.device:
             log.note(copy, (self, value), {}, device_of)  # a host value is copied over
-        self._inner[_index_for(self, index)] = unwrap(value)
+        inner_index, inner_value = _index_for(self, index), unwrap(value)
+        state.direct += 1
+        try:
+            self._inner[inner_index] = inner_value
+        finally:
+            state.direct -= 1
         if log is not None:
             log.propagate(copy, (self, value), {}, self)
 
