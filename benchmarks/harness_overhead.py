@@ -23,6 +23,7 @@ times and the ratios (a)/(c) and (b)/(c), and the bare loop's time per target.
 
     python benchmarks/harness_overhead.py                      # the ci profile: cases/, every target
     python benchmarks/harness_overhead.py cases/test_resize.py --targets cpu --max-examples 20
+    python benchmarks/harness_overhead.py --keep /tmp/overhead     # keep the runs (e.g. to profile one again)
 """
 from __future__ import annotations
 
@@ -333,9 +334,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", default=None, help="case modules (default: every cases/test_*.py)")
     parser.add_argument("--targets", default="all")
+    parser.add_argument("--keep", type=Path, default=None, help="write the two runs' folders here and keep them")
     args, extra = parser.parse_known_args()
     modules = args.modules or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cases").glob("test_*.py"))
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = str(args.keep) if args.keep else scratch
         drawing = harness(modules, args.targets, Path(tmp), "drawn", extra)
         given = harness(modules, args.targets, Path(tmp), "given", [*extra, f"--cases-from={Path(tmp) / 'drawn'}"])
         work = checked_work(Path(tmp) / "drawn")

@@ -92,12 +92,6 @@ def _reference(inverse_of):
     return reference
 
 
-def tie_gap(distance: float) -> str:
-    """The smallest distance of a sample to a nearest-neighbour cell edge, in the buckets the known issues
-    name: exact ties, float32 coordinate error (torch), fixed-point coordinates (Pillow 16.16, OpenCV 1/1024)."""
-    return "<1e-9" if distance < warp.TIE else "<1e-4" if distance < 1e-4 else "<1e-3" if distance < 1e-3 else ">=1e-3"
-
-
 def _features(inverse_of):
     def features(case: Case) -> dict[str, Any]:
         """Facts the known issues scope to: ties (nearest), samples between the image and the fill (bilinear),
@@ -107,7 +101,7 @@ def _features(inverse_of):
         inverse = inverse_of(case.params, height, width)
         nearest = case.params["interpolation"] == "nearest"
         turns = case.params["angle"] / 90
-        return {"tie_gap": tie_gap(warp.tie_distance(inverse, height, width)) if nearest else "n/a",
+        return {"tie_gap": warp.tie_gap(warp.tie_distance(inverse, height, width)) if nearest else "n/a",
                 "border_samples": warp.border_samples(inverse, height, width),
                 "fill_passed": "fill" not in case.params.get(OMIT, ()),
                 "singleton_axis": min(height, width) == 1, "batched": math.prod(case.recipe.batch) > 1,

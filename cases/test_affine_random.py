@@ -63,6 +63,19 @@ def features(case: Case) -> dict[str, Any]:
             "padding_fill": case.params.get("fill") is not None}
 
 
+def sampled_features(inverses_of):
+    def tie_gap(case: Case, sampled: dict[str, torch.Tensor]) -> dict[str, Any]:
+        """For nearest, how close the sampled warp puts a sample to a cell edge: a drawn range may hold a quarter
+        turn, and the sampled angle can come within float32 coordinate error of it."""
+        if case.params["resample"] != "nearest":
+            return {"tie_gap": "n/a"}
+        height, width = case.recipe.height, case.recipe.width
+        gaps = [warp.tie_distance(inverse, height, width) for inverse in inverses_of(sampled, height, width)]
+        return {"tie_gap": warp.tie_gap(min(gaps, default=float("inf")))}
+
+    return tie_gap
+
+
 # -- RandomRotation ---------------------------------------------------------------------------------
 @st.composite
 def rotation_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
@@ -81,17 +94,21 @@ def build_rotation(params: dict[str, Any]) -> torch.nn.Module:
     return kornia.augmentation.RandomRotation(params["degrees"], resample=params["resample"], p=1.0)
 
 
+def rotation_inverses(sampled: dict[str, torch.Tensor], height: int, width: int) -> list[np.ndarray]:
+    return [warp.rotation_inverse(angle, height, width) for angle in _values(sampled, "degrees")]
+
+
 def rotation_reference(image: np.ndarray, case: Case, sampled: dict[str, torch.Tensor]) -> np.ndarray:
     height, width = image.shape[-2:]
-    inverses = [warp.rotation_inverse(angle, height, width) for angle in _values(sampled, "degrees")]
-    return _per_image(image, inverses, case.params["resample"], 0.0)
+    return _per_image(image, rotation_inverses(sampled, height, width), case.params["resample"], 0.0)
 
 
 RANDOM_ROTATION = OpSpec(
     name="random_rotation_kornia",
     description="kornia.augmentation.RandomRotation(p=1) with replayed parameters",
     module=ModuleOp(build=build_rotation, sample=sample, unmoved="works",
-                    bounds=lambda params: {"degrees": _range(params["degrees"])}),
+                    bounds=lambda params: {"degrees": _range(params["degrees"])},
+                    features=sampled_features(rotation_inverses)),
     reference=rotation_reference, params=rotation_params, features=features,
     needs=("kornia.augmentation.RandomRotation",), **SPEC)
 
@@ -126,14 +143,18 @@ def build_affine(params: dict[str, Any]) -> torch.nn.Module:
                                             shear=params["shear"], resample=params["resample"], p=1.0, **fill)
 
 
-def affine_reference(image: np.ndarray, case: Case, sampled: dict[str, torch.Tensor]) -> np.ndarray:
-    height, width = image.shape[-2:]
+def affine_inverses(sampled: dict[str, torch.Tensor], height: int, width: int) -> list[np.ndarray]:
     angle, translations, scale = (_values(sampled, k) for k in ("angle", "translations", "scale"))
     shear = np.stack([_values(sampled, "shear_x"), _values(sampled, "shear_y")], axis=1)
-    inverses = [warp.affine_inverse(angle[b], translations[b], tuple(scale[b]), shear[b], height, width)
-                for b in range(len(angle))]
+    return [warp.affine_inverse(angle[b], translations[b], tuple(scale[b]), shear[b], height, width)
+            for b in range(len(angle))]
+
+
+def affine_reference(image: np.ndarray, case: Case, sampled: dict[str, torch.Tensor]) -> np.ndarray:
+    height, width = image.shape[-2:]
     fill = case.params["fill"]  # a float32 image holds it rounded to float32
-    return _per_image(image, inverses, case.params["resample"], 0.0 if fill is None else float(np.float32(fill)))
+    return _per_image(image, affine_inverses(sampled, height, width), case.params["resample"],
+                      0.0 if fill is None else float(np.float32(fill)))
 
 
 def affine_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
@@ -151,7 +172,8 @@ def affine_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
 RANDOM_AFFINE = OpSpec(
     name="random_affine_kornia",
     description="kornia.augmentation.RandomAffine(p=1) with replayed parameters",
-    module=ModuleOp(build=build_affine, sample=sample, unmoved="works", bounds=affine_bounds),
+    module=ModuleOp(build=build_affine, sample=sample, unmoved="works", bounds=affine_bounds,
+                    features=sampled_features(affine_inverses)),
     reference=affine_reference, params=affine_params, features=features,
     needs=("kornia.augmentation.RandomAffine",), **SPEC)
 

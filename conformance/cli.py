@@ -183,6 +183,8 @@ class UsageErrors(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:  # everything after it is pytest's: nothing else to parse or import here
+        return _run(argv[1:])
     parser = UsageErrors(prog="python -m conformance", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("run", help="run the suite with pytest (extra arguments go to pytest)", add_help=False)
@@ -226,8 +228,6 @@ def main(argv: list[str] | None = None) -> int:
                          help=f"input shapes to time, comma list of {', '.join(timing.SHAPES)}")
         sub.add_argument("--ops", default=None, help="only these ops (comma list of op names)")
         sub.add_argument("--rounds", type=int, default=9, help="timed blocks per op and calibration (median)")
-    if argv[:1] == ["run"]:
-        return _run(argv[1:])
     if argv[:1] == ["baseline"]:
         args, rest = parser.parse_known_args(argv)
     else:

@@ -12,9 +12,6 @@ from __future__ import annotations
 import os
 import pickle
 import select
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections import deque
@@ -22,93 +19,11 @@ from typing import Any
 
 import torch
 
-from conformance.isa import ENV, HEADER, Answer, frame, receive, tensors
+from conformance.isa import ENV, HEADER, Answer, frame, tensors
+from conformance.isa_channels import OwnWorker, SharedWorker
 
 GRACE_S = 30.0  # beyond the per-case limit, how long an answer may take before the worker is given up
 POLL_S = 0.02  # how often the pump looks for new requests while it waits on the worker
-CONNECT_S = 120.0  # how long a shared worker may take to start listening
-
-
-class _Process:
-    """A worker process of this process's own, on its stdin/stdout."""
-
-    shared = False
-
-    def __init__(self, level: str) -> None:
-        env = dict(os.environ, **{ENV: level})
-        env.pop("CONFORMANCE_TARGETS", None)
-        self.process = subprocess.Popen([sys.executable, "-m", "conformance.isa_worker"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, env=env)
-        self.hello = receive(self.process.stdout)  # EOFError: it did not start
-        self.read_fd, self.write_fd = self.process.stdout.fileno(), self.process.stdin.fileno()
-        os.set_blocking(self.read_fd, False)
-        os.set_blocking(self.write_fd, False)
-
-    def end(self) -> None:
-        """Tell it to finish (it exits when its pipe closes)."""
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-
-    def wait(self) -> int:
-        try:
-            return self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-
-    def kill(self) -> int:
-        if self.process.poll() is None:
-            self.process.kill()
-        return self.process.wait()
-
-
-class _Shared:
-    """A connection to a worker the xdist controller started for every worker to share."""
-
-    shared = True
-
-    def __init__(self, path: str) -> None:
-        deadline = time.monotonic() + CONNECT_S
-        while True:
-            self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                self.socket.connect(path)
-                break
-            except OSError:
-                self.socket.close()
-                if time.monotonic() > deadline:
-                    raise EOFError(f"no shared ISA worker listens at {path}") from None
-                time.sleep(0.1)
-        self.hello = _receive_from(self.socket)
-        self.read_fd = self.write_fd = self.socket.fileno()
-        self.socket.setblocking(False)
-
-    def end(self) -> None:
-        self.socket.close()
-
-    def wait(self) -> int:
-        return 0
-
-    def kill(self) -> int:
-        self.socket.close()
-        return 0
-
-
-def _receive_from(connection: socket.socket) -> Any:
-    """One message from a blocking socket."""
-    def exactly(size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = connection.recv(size - len(data))
-            if not chunk:
-                raise EOFError("the shared ISA worker closed the connection")
-            data += chunk
-        return data
-
-    (size,) = HEADER.unpack(exactly(HEADER.size))
-    return tensors(pickle.loads(exactly(size)))
 
 
 class IsaWorker:
@@ -133,7 +48,7 @@ class IsaWorker:
         self._done: dict[Any, Answer] = {}
         self._wanted: set[Any] = set()
         self._thread: threading.Thread | None = None
-        self._channel: _Process | _Shared | None = None
+        self._channel: OwnWorker | SharedWorker | None = None
         self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)  # a full pipe means the pump is already due to wake
@@ -196,11 +111,11 @@ class IsaWorker:
             channel.wait()
 
     # the pump thread's side
-    def _connect(self) -> _Process | _Shared | None:
+    def _connect(self) -> OwnWorker | SharedWorker | None:
         """A worker to talk to (the shared one while it serves, else one of this process's own), or None, and
         `unavailable` says why, when this level cannot run here."""
         try:
-            channel = _Shared(self.shared_path) if self.shared_path else _Process(self.level)
+            channel = SharedWorker(self.shared_path) if self.shared_path else OwnWorker(self.level)
         except (EOFError, OSError) as exc:
             if self.shared_path:  # carry on alone
                 self.shared_path = None

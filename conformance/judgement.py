@@ -18,10 +18,6 @@ class ConformanceFailure(AssertionError):
     cause = ""
 
 
-class ConformanceWarning(UserWarning):
-    """A lesser finding that does not fail the gate (e.g. constants uploaded on every call)."""
-
-
 _FAILURE_CLASSES: dict[tuple[str, str], type[ConformanceFailure]] = {}
 
 

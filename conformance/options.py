@@ -137,9 +137,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--replay", default=None, metavar="CASE",
                     help="run exactly one saved case: its JSON, or a path to a .json file")
     group.addoption("--cases-from", default=None, metavar="RUN",
-                    help="check exactly the cases an earlier run checked (its run folder or an outcomes/*.jsonl "
-                         "file), on this run's targets, instead of drawing new ones; items it has no cases for "
-                         "are skipped")
+                    help="check exactly the cases an earlier run checked (its run folder), on this run's targets, "
+                         "instead of drawing new ones; items it has no cases for are skipped")
     group.addoption("--baseline", default=None, metavar="DIR",
                     help="compare with a baseline made on another build (python -m conformance baseline): check "
                          "exactly its cases, add a 'baseline' check per target (a change beyond tolerance fails, a "

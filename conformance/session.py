@@ -330,7 +330,7 @@ class ConformanceRun:
                                   ctx.run.resource)
             return
         outcome = ctx.outcome(state.check)
-        features = spec.case_features(case) if state.applicable else {}
+        features = spec.case_features(case, ctx.sampled) if state.applicable else {}
         state.features_seen.update(features)
         judged = judge(outcome, state.applicable, features) if outcome is not None else Judgement("pass")
         phase = self._phase(state, judged.unexpected)
@@ -344,8 +344,10 @@ class ConformanceRun:
         if outcome is None:  # nothing for this check to look at in this case (e.g. the op raised)
             state.settled.add(case.key)
             return
-        self._count(state, judged, [i for i in state.applicable if i.in_scope(features)], counted,
-                    outcome.message if judged.verdict == "warning" else None)
+        scoped = [i for i in state.applicable if i.in_scope(features)]
+        if judged.issue is not None:  # an entry that also covers this failure could not show: another explained it
+            scoped = [i for i in scoped if i is judged.issue or not i.covers(outcome.check, outcome.message, features)]
+        self._count(state, judged, scoped, counted, outcome.message if judged.verdict == "warning" else None)
         repro = self.repro_command(state.nodeid, case) if not outcome.passed else None
         self._record_example(state, case, ctx, outcome, judged, phase, repro)
         if judged.unexpected:

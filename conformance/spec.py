@@ -54,6 +54,9 @@ class ModuleOp:
     bounds:  for random augmentations, (params) -> {name: (low, high)}: the documented range of
              each sampled value, checked on every target's own sample (the values themselves differ
              between devices' generators; shapes, dtypes and these ranges must not).
+    features: for random augmentations, (case, sampled) -> named facts about the sampled values, added to
+             the spec's case features for known-issue scoping (e.g. how close a sampled warp puts a sample
+             to a nearest-neighbour tie).
     unmoved: what the module promises when left on the cpu and called with a device input (the
              `unmoved` check): "works" (same result, on the input's device: what users of
              parameter-free augmentations rely on) or "device-error" (it may instead raise an error
@@ -64,6 +67,7 @@ class ModuleOp:
     forward: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any], Sampled | None], Any] = _call_module
     sample: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any]], Sampled] | None = None
     bounds: Callable[[dict[str, Any]], dict[str, tuple[float, float]]] | None = None
+    features: Callable[[Case, Sampled], dict[str, Any]] | None = None
     unmoved: str = "device-error"
 
     def __post_init__(self) -> None:
@@ -202,8 +206,9 @@ class OpSpec:
     def recipes_for(self, dtype: str, mode: str) -> st.SearchStrategy[Recipe]:
         return self.mode_recipes(dtype, mode) if self.mode_recipes is not None else self.recipes(dtype)
 
-    def case_features(self, case: Case) -> dict[str, Any]:
-        """Named facts about a case that known issues can scope to (`where = {...}`)."""
+    def case_features(self, case: Case, sampled: Sampled | None = None) -> dict[str, Any]:
+        """Named facts about a case that known issues can scope to (`where = {...}`), with a random module's
+        facts about the parameters sampled for the case."""
         recipe = case.recipe
         found: dict[str, Any] = {
             "height": recipe.height, "width": recipe.width, "channels": recipe.channels,
@@ -212,6 +217,8 @@ class OpSpec:
         found.update({k: v for k, v in case.params.items() if isinstance(v, (str, int, float, bool))})
         if self.features is not None:
             found.update(self.features(case))
+        if sampled is not None and self.module is not None and self.module.features is not None:
+            found.update(self.module.features(case, sampled))
         return found
 
     def __post_init__(self) -> None:

@@ -3,6 +3,9 @@
 One planted op's output moves by an amount inside its tolerance, then by one beyond it; the
 other op stays put.  Each run is compared with a baseline made before the change."""
 import json
+import os
+import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -14,6 +17,7 @@ from conformance.results import read_outcomes
 
 HERE = Path(__file__).parent
 TARGETS = "--targets=cpu,vcuda:0"
+SERIAL = ("-n", "0")  # a few dozen cases: xdist workers would cost more to start than they save
 CASES = '''
 import os
 from planted_ops import *
@@ -39,19 +43,37 @@ def project(pytester, monkeypatch):
     return pytester
 
 
+@pytest.fixture(scope="module")
+def made_once(tmp_path_factory):
+    """The unchanged build's baseline, made once for the module (each test gets its own copy)."""
+    folder = tmp_path_factory.mktemp("baseline")
+    (folder / "planted_ops.py").write_text((HERE / "planted_ops.py").read_text())
+    (folder / "test_cases.py").write_text(CASES)
+    env = {k: v for k, v in os.environ.items() if k != "PLANT"}
+    done = subprocess.run([sys.executable, "-m", "conformance", "baseline", "-o", "base", "test_cases.py", TARGETS,
+                           "--no-timing", *SERIAL], cwd=folder, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return folder / "base"
+
+
+@pytest.fixture
+def base(project, made_once):
+    return Path(shutil.copytree(made_once, project.path / "base"))
+
+
 def conformance(project, *args):
     return project.run(sys.executable, "-m", "conformance", *args)
 
 
 def baseline(project, name="base", *extra):
-    result = conformance(project, "baseline", "-o", name, "test_cases.py", TARGETS, "--no-timing", *extra)
+    result = conformance(project, "baseline", "-o", name, "test_cases.py", TARGETS, "--no-timing", *SERIAL, *extra)
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     return project.path / name
 
 
 def run_against(project, base, name):
     return conformance(project, "run", "test_cases.py", TARGETS, "--baseline", str(base), "--run-name", name,
-                       "-p", "no:cacheprovider")
+                       "-p", "no:cacheprovider", *SERIAL)
 
 
 def baseline_outcomes(project, run):
@@ -65,8 +87,7 @@ def compare_json(project, base, run):
     return result, json.loads(out.read_text())
 
 
-def test_an_identical_rerun_reports_no_change(project):
-    base = baseline(project)
+def test_an_identical_rerun_reports_no_change(project, base):
     assert run_against(project, base, "same").ret == 0
     verdicts = {o["verdict"] for o in baseline_outcomes(project, "same")}
     assert verdicts == {"pass"}
@@ -75,8 +96,7 @@ def test_an_identical_rerun_reports_no_change(project):
     assert found["changes"] == [] and found["outputs"]["compared"] > 20
 
 
-def test_a_change_inside_tolerance_is_information_on_that_op_only(project, monkeypatch):
-    base = baseline(project)
+def test_a_change_inside_tolerance_is_information_on_that_op_only(project, base, monkeypatch):
     monkeypatch.setenv("PLANT", "inside")
     assert run_against(project, base, "inside").ret == 0  # information, not a failure
     changed = [o for o in baseline_outcomes(project, "inside") if o["verdict"] != "pass"]
@@ -88,8 +108,7 @@ def test_a_change_inside_tolerance_is_information_on_that_op_only(project, monke
     assert all(2e-6 * 0.5 < c["metrics"]["max_abs"] < 2e-6 * 2 for c in found["changes"])  # the size is reported
 
 
-def test_a_change_beyond_tolerance_fails_on_that_op_only(project, monkeypatch):
-    base = baseline(project)
+def test_a_change_beyond_tolerance_fails_on_that_op_only(project, base, monkeypatch):
     monkeypatch.setenv("PLANT", "beyond")
     result = run_against(project, base, "beyond")
     assert result.ret == 1
@@ -106,10 +125,9 @@ def test_a_change_beyond_tolerance_fails_on_that_op_only(project, monkeypatch):
     assert "changed beyond tolerance" in result.stdout.str()
 
 
-def test_cases_on_one_side_only_are_listed(project):
-    base = baseline(project)
+def test_cases_on_one_side_only_are_listed(project, base):
     assert conformance(project, "run", "test_cases.py", "--targets=cpu", "--baseline", str(base), "--run-name",
-                       "cpu_only", "-p", "no:cacheprovider").ret == 0
+                       "cpu_only", "-p", "no:cacheprovider", *SERIAL).ret == 0
     result, found = compare_json(project, base, "cpu_only")
     assert result.ret == 0
     missing = {(c["target"], c["severity"]) for c in found["changes"]}
@@ -125,8 +143,7 @@ def _one_line_error(result, *words):
         assert word in err, err
 
 
-def test_a_truncated_index_is_a_one_line_error(project):
-    base = baseline(project)
+def test_a_truncated_index_is_a_one_line_error(project, base):
     index = sorted((base / "outputs").glob("*.jsonl"))[0]  # one per process (xdist workers: gw0.jsonl, ...)
     index.write_text(index.read_text()[:-40])
     _one_line_error(conformance(project, "compare", str(base), str(base)), index.name, "truncated")
@@ -134,8 +151,7 @@ def test_a_truncated_index_is_a_one_line_error(project):
     assert result.ret == 4 and "--baseline" in result.stderr.str() and "Traceback" not in result.stderr.str()
 
 
-def test_a_truncated_array_file_is_a_one_line_error(project, monkeypatch):
-    base = baseline(project)
+def test_a_truncated_array_file_is_a_one_line_error(project, base, monkeypatch):
     monkeypatch.setenv("PLANT", "inside")
     run_against(project, base, "inside")
     (shard,) = (base / "outputs").glob("*.npz")
@@ -149,8 +165,7 @@ class _Planted:
         return (Path.touch, (Path("unpickled"),))
 
 
-def test_a_pickled_array_is_refused_not_loaded(project, monkeypatch):
-    base = baseline(project)
+def test_a_pickled_array_is_refused_not_loaded(project, base, monkeypatch):
     monkeypatch.setenv("PLANT", "inside")
     run_against(project, base, "inside")
     (shard,) = (base / "outputs").glob("*.npz")
@@ -169,12 +184,11 @@ def test_a_baseline_of_another_op_set_is_a_one_line_error(project):
     drifting = baseline(project, "drifting_only", "-k", "drifting")
     _one_line_error(conformance(project, "compare", str(steady), str(drifting)), "no op in common")
     result = conformance(project, "run", "test_cases.py", TARGETS, "--baseline", str(steady), "-k", "drifting",
-                         "-p", "no:cacheprovider")
+                         "-p", "no:cacheprovider", *SERIAL)
     assert result.ret == 4 and "another op set" in result.stdout.str() + result.stderr.str()
 
 
-def test_a_baseline_made_with_other_case_parameters_is_a_one_line_error(project):
-    base = baseline(project)
+def test_a_baseline_made_with_other_case_parameters_is_a_one_line_error(project, base):
     other = project.path / "reseeded"
     (other / "outputs").mkdir(parents=True)
     for path in (base / "outputs").iterdir():

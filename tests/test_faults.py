@@ -113,12 +113,14 @@ def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(pr
                                 "test_slow.py"],  # each target's first item runs the slow op 400 times
                                cwd=project.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # until items have ended and the next one is running
-            ended = sum(p.read_text().count('"kind":"item_end"') for p in reports.glob("*/outcomes/*.jsonl"))
-            if ended >= 1:  # the cpu's first item has ended; the next slow one runs
+        deadline = time.monotonic() + 300
+        while True:  # the event: an item has ended and the next one's start is on record (it is running)
+            journal = "".join(p.read_text() for p in reports.glob("*/outcomes/*.jsonl"))
+            ended = journal.count('"kind":"item_end"')
+            if 1 <= ended < journal.count('"kind":"item"'):
                 break
-            time.sleep(0.2)
+            assert process.poll() is None and time.monotonic() < deadline, "no second item started"
+            time.sleep(0.05)
         os.kill(process.pid, signal.SIGKILL)
     finally:
         process.wait()

@@ -108,3 +108,16 @@ def test_each_library_passes_the_clean_cases():
 
 
 KNOWN_OFF = {"rotate_pil_bilinear", "rotate_cv2", "affine_pil_bilinear", "affine_cv2"}  # Pillow's border, OpenCV's 1/32-pixel positions: known issues
+
+
+def test_a_random_warps_tie_gap_is_measured_on_its_sampled_values():
+    """A drawn range that holds a quarter turn: the sampled angle decides whether a nearest sample lies on a cell
+    edge (2x3 image, centre at a half-integer row), as found by dev-profile runs."""
+    import torch
+
+    spec = case_module("test_affine_random").RANDOM_ROTATION
+    case = Case("random_rotation_kornia", Recipe(2, 3, channels=3, batch=(1,), dtype="float32", seed=1),
+                {"degrees": [87.3, 92.0], "resample": "nearest"})
+    gap = {angle: spec.case_features(case, {"degrees": torch.tensor([angle])})["tie_gap"] for angle in (90.0, 89.99, 80)}
+    assert gap == {90.0: "<1e-9", 89.99: "<1e-4", 80: ">=1e-3"}
+    assert "tie_gap" not in spec.case_features(case)  # without sampled values, no claim about them

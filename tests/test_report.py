@@ -142,7 +142,9 @@ def test_the_cross_library_page_opens_from_the_report_in_headless_chromium(tmp_p
         assert f"vs {HOSTILE}: 3" in cells[0][1] and HOSTILE not in cells[1][1]  # each pair shows in both its cells
         browser.find_element(By.LINK_TEXT, "blur_other").click()
         images = browser.find_elements(By.CSS_SELECTOR, "section.card img")
-        assert len(images) == 11  # input, reference, output, heatmap, scale; and the same with the peer's output
+        assert len(images) == 9  # input, reference, output, heatmap; and the same with the peer's output
+        scales = browser.find_elements(By.CSS_SELECTOR, "section.card span.scale")
+        assert [s.text.replace("\n", " ") for s in scales] == ["0 3 levels", "0 3 levels"]  # drawn by the page
         assert all(browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i) for i in images)
         assert "<script>" not in browser.page_source.split("<body>")[1].split("</body>")[0].replace(
             "&lt;script&gt;", "")

@@ -135,6 +135,12 @@ def tie_distance(inverse: np.ndarray, height: int, width: int) -> float:
     return float(gaps.min()) if gaps.size else math.inf
 
 
+def tie_gap(distance: float) -> str:
+    """A tie distance in the buckets known issues name: exact ties, float32 coordinate error (torch),
+    fixed-point coordinates (Pillow 16.16, OpenCV 1/1024), none."""
+    return "<1e-9" if distance < TIE else "<1e-4" if distance < 1e-4 else "<1e-3" if distance < 1e-3 else ">=1e-3"
+
+
 def border_samples(inverse: np.ndarray, height: int, width: int) -> bool:
     """Whether a bilinear sample mixes image pixels with the fill (less than one pixel outside the pixel
     centres' hull): where libraries that blend the fill differently disagree."""

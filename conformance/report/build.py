@@ -245,7 +245,7 @@ def _template_environment() -> Environment:
 
 
 def build_report(run_dir: Path, *, title: str | None = None) -> Path:
-    """Write run_dir/index.html (and run_dir/report/*.png) from the run's store: the journal streamed
+    """Write run_dir/index.html (pictures embedded) from the run's store: the journal streamed
     (one record per item), and of the examples table only the rows that did not pass."""
     complete = was_complete(run_dir)
     environments = _environments(run_dir)
