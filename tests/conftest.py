@@ -25,3 +25,30 @@ def virtual_device():
     reason = probe.unavailable_reason()
     if reason is not None:
         pytest.skip(reason)
+
+
+
+def _import_everything_once() -> None:
+    """Most pytester runs here are in-process (`runpytest_inprocess`): a subprocess pays about 4 s of
+    imports (torch, dynamo, hypothesis) before its first item, and that start-up was two thirds of this
+    suite's time.  pytester restores sys.modules after an in-process run, and torch cannot be imported
+    twice in one process, so torch, the libraries under test and every harness module are imported once,
+    here, before any run.  A run stays in a subprocess of its own where the process is the subject: xdist
+    workers, a worker that aborts, a signal or kill, the plugin's inertness, and a planted conftest that
+    patches a library (the patch would outlive the run)."""
+    import importlib
+    import pkgutil
+
+    import conformance
+
+    for name in ("torch", "torchvision.transforms.v2", "kornia.augmentation", "PIL.Image", "cv2", "triton"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional library (triton: CUDA builds only)
+            pass
+    for found in pkgutil.walk_packages(conformance.__path__, "conformance."):
+        if found.name != "conformance.__main__":
+            importlib.import_module(found.name)
+
+
+_import_everything_once()

@@ -35,7 +35,7 @@ def project(pytester):
 def test_a_failure_shows_its_message_without_the_harness_source(project):
     project.makepyfile(test_cases="from planted_ops import *\n"
                                    "test_shifted = make_spec('shifted', shifted_resize, dtypes=('uint8',)).test()\n")
-    result = project.runpytest_subprocess(*QUICK, "-k", "reference")
+    result = project.runpytest_inprocess(*QUICK, "-k", "reference")
     assert result.ret == 1
     out = result.stdout.str()
     assert "shifted on cpu [uint8, bilinear]: reference failed (values)" in out

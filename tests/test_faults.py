@@ -62,7 +62,7 @@ def summary(project):
 
 def test_raising_wrong_type_and_nan_are_recorded_and_the_run_goes_on(project):
     project.makepyfile(test_faulty=FAULTY)
-    result = project.runpytest_subprocess(*QUICK)
+    result = project.runpytest_inprocess(*QUICK)
     # raising fails its error item, and its other checks skip (nothing to look at); wrong_type's reference
     # item skips (no tensor to compare)
     result.assert_outcomes(failed=3, passed=9, skipped=4)
@@ -76,7 +76,7 @@ def test_raising_wrong_type_and_nan_are_recorded_and_the_run_goes_on(project):
 def test_a_hang_is_cut_at_the_case_timeout_and_recorded(project):
     project.makepyfile(test_faulty=FAULTY + "\ntest_hanging = make_spec('hanging', hanging, dtypes=('float32',)).test()\n")
     start = time.monotonic()
-    result = project.runpytest_subprocess(*QUICK, "--max-examples=2", "--case-timeout=0.5", "-k", "hanging or good")
+    result = project.runpytest_inprocess(*QUICK, "--max-examples=2", "--case-timeout=0.5", "-k", "hanging or good")
     assert time.monotonic() - start < 25
     result.assert_outcomes(failed=1, passed=4, skipped=3)
     hung = [r for r in records(project) if r["op"] == "hanging" and r["verdict"] == "error"]
@@ -85,7 +85,7 @@ def test_a_hang_is_cut_at_the_case_timeout_and_recorded(project):
 
 def test_out_of_memory_is_a_resource_outcome_and_later_cases_run(project):
     project.makepyfile(test_faulty=FAULTY + "\ntest_oom = make_spec('oom', out_of_memory_when_wide, dtypes=('float32',)).test()\n")
-    result = project.runpytest_subprocess(*QUICK, "--max-examples=30", "-k", "oom")
+    result = project.runpytest_inprocess(*QUICK, "--max-examples=30", "-k", "oom")
     result.assert_outcomes(passed=4)
     oom = [r for r in records(project) if r["op"] == "oom"]
     resource = [r for r in oom if r["verdict"] == "resource"]
@@ -133,7 +133,8 @@ def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(pr
     assert sum(r["kind"] == "item_end" for r in kept) >= 1  # every line but a possibly torn last one parses
     assert subprocess.run([sys.executable, "-m", "conformance", "summary", str(run)], capture_output=True).returncode == 0
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["complete"] is False and summary["totals"].get("pass", 0) >= 400  # the ended items' counts
+    ended_passes = sum(r.get("tally", {}).get("counts", {}).get("pass", 0) for r in kept if r["kind"] == "item_end")
+    assert summary["complete"] is False and summary["totals"].get("pass", 0) == ended_passes > 100  # the ended items
     assert summary["interrupted"]  # the item it was running
 
 
@@ -153,7 +154,7 @@ def test_the_ci_profile_gives_identical_cases_and_verdicts_twice(project):
     project.makepyfile(test_faulty=FAULTY)
     seen = []
     for name in ("first", "second"):
-        project.runpytest_subprocess(*QUICK, "--run-name", name, "-k", "good or raising")
+        project.runpytest_inprocess(*QUICK, "--run-name", name, "-k", "good or raising")
         rows, _ = read_outcomes(project.path / "reports" / name)
         seen.append([(r["nodeid"], r["check"], r["verdict"], json.dumps(r.get("case"), sort_keys=True), r.get("phase"))
                      for r in rows if r.get("kind") == "outcome"])
@@ -164,8 +165,8 @@ def test_virtual_findings_can_be_warnings_for_the_gate(project):
     project.makepyfile(test_faulty=FAULTY)
     args = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=5", "--targets=cpu,vcuda:1",
             "-k", "raising"]
-    failing = project.runpytest_subprocess(*args)
+    failing = project.runpytest_inprocess(*args)
     failing.assert_outcomes(failed=2, skipped=8)  # the error items; the other checks have nothing to look at
-    warned = project.runpytest_subprocess(*args, "--virtual-findings=warn", "-rx")
+    warned = project.runpytest_inprocess(*args, "--virtual-findings=warn", "-rx")
     warned.assert_outcomes(failed=1, xfailed=1, skipped=8)  # the cpu failure still fails the gate
     assert "virtual-target finding, a warning under --virtual-findings=warn: raising on vcuda:1" in warned.stdout.str()

@@ -34,7 +34,7 @@ def test_lower_levels_are_targets_selected_by_isa():
 
 def test_a_bug_on_the_default_isa_path_fails_on_that_target_only(pytester):
     pytester.makepyfile(planted_ops=(HERE / "planted_ops.py").read_text(), test_cases=ISA_BUG)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=10",
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=10",
                                            "--targets=cpu,cpu:default")
     failed = {line.split(" ", 2)[1] for line in result.stdout.lines if line.startswith("FAILED ")}
     assert failed == {"test_cases.py::test_isa[cpu:default-float32-bilinear-reference]",

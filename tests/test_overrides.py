@@ -59,12 +59,12 @@ def test_a_malformed_file_is_a_one_line_error_naming_the_entry(tmp_path, text, m
 def test_an_override_decides_the_verdict_and_is_recorded_end_to_end(pytester):
     pytester.makepyfile(planted_ops=PLANTED, test_cases=BRIGHTER_CORNER)
     quick = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=10", "--targets=cpu"]
-    pytester.runpytest_subprocess(*quick).assert_outcomes(failed=1, passed=3)  # +2 on one pixel breaks atol=1
+    pytester.runpytest_inprocess(*quick).assert_outcomes(failed=1, passed=3)  # +2 on one pixel breaks atol=1
     (pytester.path / "tolerances.toml").write_text(LOOSER)
-    pytester.runpytest_subprocess(*quick, "--tolerances=tolerances.toml").assert_outcomes(passed=4)
+    pytester.runpytest_inprocess(*quick, "--tolerances=tolerances.toml").assert_outcomes(passed=4)
     records, _ = read_outcomes(pytester.path / "reports" / "latest")
     used = {r["tolerance"]["name"] for r in records if r.get("check") == "reference" and r.get("kind") == "outcome"}
     assert used == {"our-gpu-policy"}
-    broken = pytester.runpytest_subprocess(*quick, "--tolerances=missing.toml")
+    broken = pytester.runpytest_inprocess(*quick, "--tolerances=missing.toml")
     assert broken.ret == pytest.ExitCode.USAGE_ERROR
     assert "--tolerances: missing.toml: cannot read" in broken.stderr.str() and "Traceback" not in broken.stderr.str()

@@ -24,7 +24,7 @@ def write_cases(pytester, **ops):
 
 
 def run(pytester, *args):
-    return pytester.runpytest_subprocess(*QUICK, *args)
+    return pytester.runpytest_inprocess(*QUICK, *args)
 
 
 def summary(pytester):
@@ -44,7 +44,7 @@ def test_a_planted_bug_fails_with_the_check_the_metric_and_a_rerun_line(project)
 
     # The printed line reruns exactly that case, once.
     args = shlex.split(rerun.split("Rerun: ", 1)[1])[3:]
-    again = project.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    again = project.runpytest_inprocess("-p", "no:cacheprovider", *args)
     assert again.ret == 1
     again.assert_outcomes(failed=1)
     records, _ = read_outcomes(project.path / "reports" / "latest")
@@ -173,7 +173,7 @@ def test_a_strict_entry_is_not_called_fixed_for_failures_an_earlier_entry_explai
 ])
 def test_bad_options_are_one_line_usage_errors(project, args, message):
     write_cases(project, good="good_resize")
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    result = project.runpytest_inprocess("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str() and "Traceback" not in result.stderr.str()
 
@@ -196,11 +196,11 @@ def test_non_conformance_tests_are_left_alone(pytester):
 def test_targets_and_reports_folder_come_from_the_environment_too(project, monkeypatch):
     write_cases(project, good="good_resize")
     monkeypatch.setenv("CONFORMANCE_TARGETS", "cuda:9")
-    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result = project.runpytest_inprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "unknown target 'cuda:9'" in result.stderr.str()
     monkeypatch.setenv("CONFORMANCE_TARGETS", "cpu")
     monkeypatch.setenv("CONFORMANCE_REPORTS", str(project.path / "elsewhere"))
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=3")
+    result = project.runpytest_inprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=3")
     result.assert_outcomes(passed=8)
     assert (project.path / "elsewhere" / "latest" / "summary.json").is_file()
 
@@ -225,7 +225,7 @@ def nvjpeg_only(image, params):
 
 test_nvjpeg = make_gain_spec("nvjpeg", call=nvjpeg_only).test()
 """)
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=5",
+    result = project.runpytest_inprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=5",
                                           "test_gains.py", "-rs")
     out = result.stdout.str()
     header = next(line for line in out.splitlines() if line.startswith("conformance targets: "))
@@ -251,9 +251,9 @@ test_nvjpeg = make_gain_spec("nvjpeg", call=nvjpeg_only).test()
 
 def test_virtual_targets_can_be_turned_off_or_multiplied(project):
     write_cases(project, good="good_resize")
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--virtual-devices=0")
+    result = project.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--virtual-devices=0")
     assert "vcuda" not in result.stdout.str()
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--virtual-devices=3")
+    result = project.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--virtual-devices=3")
     assert "test_good[vcuda:2-uint8-bilinear-cross_device]" in result.stdout.str()
 
 

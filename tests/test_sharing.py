@@ -38,7 +38,7 @@ def _cases_by_item(records, phases=("explore",), check="placement"):
 
 
 def test_every_target_runs_the_cases_hypothesis_drew_once_even_in_a_random_profile(pytester):
-    result = _project(pytester).runpytest_subprocess(
+    result = _project(pytester).runpytest_inprocess(
         "-p", "no:cacheprovider", "--hypothesis-profile=dev", "--max-examples=12", "--targets=cpu,vcuda:0,vcuda:1",
         "-k", "good", "--hypothesis-seed=7")
     result.assert_outcomes(passed=32)  # per dtype: 4 checks on the cpu, 6 on each vcuda target
@@ -50,7 +50,7 @@ def test_every_target_runs_the_cases_hypothesis_drew_once_even_in_a_random_profi
 
 
 def test_a_planned_case_that_fails_on_one_target_is_found_again_and_shrunk(pytester):
-    result = _project(pytester).runpytest_subprocess(
+    result = _project(pytester).runpytest_inprocess(
         "-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=30", "--targets=cpu,vcuda:1",
         "-k", "device_bug")
     result.assert_outcomes(passed=8, failed=2)  # vcuda:1's reference and cross_device items
@@ -87,10 +87,10 @@ def test_workers_keep_a_variant_together_by_default_or_a_target_together_when_as
 def test_cases_from_an_earlier_run_are_checked_again_exactly_and_nothing_is_drawn(pytester):
     project = _project(pytester)
     quick = ["-p", "no:cacheprovider", "--max-examples=8", "--targets=cpu,vcuda:1", "-k", "good"]
-    project.runpytest_subprocess(*quick, "--hypothesis-profile=ci", "--run-name=first").assert_outcomes(passed=20)
+    project.runpytest_inprocess(*quick, "--hypothesis-profile=ci", "--run-name=first").assert_outcomes(passed=20)
     first = _cases_by_item(read_outcomes(project.path / "reports" / "first")[0])
     # a random profile would draw other cases: the saved ones are run instead, on every target
-    again = project.runpytest_subprocess(*quick, "--hypothesis-profile=dev", "--run-name=again",
+    again = project.runpytest_inprocess(*quick, "--hypothesis-profile=dev", "--run-name=again",
                                          "--cases-from=reports/first", "-k", "good or device_bug")
     again.assert_outcomes(passed=20, skipped=10)  # device_bug (every check, both targets) has no saved cases
     skips = [r["message"] for r in read_outcomes(project.path / "reports" / "again")[0] if r.get("verdict") == "skipped"]
@@ -113,6 +113,6 @@ def test_a_bad_cases_source_is_a_one_line_usage_error(pytester):
         (["--cases-from=run"], "main.parquet: not a readable Parquet file"),
         (["--cases-from=run", "--replay", '{"op": "good", "recipe": {"height": 2, "width": 2}}'], "cannot be combined"),
     ]:
-        result = project.runpytest_subprocess("-p", "no:cacheprovider", *args)
+        result = project.runpytest_inprocess("-p", "no:cacheprovider", *args)
         assert result.ret == 4, args
         assert message in result.stderr.str() and "Traceback" not in result.stderr.str(), args

@@ -16,7 +16,7 @@ def project(pytester):
 
 def test_a_tolerance_rule_whose_op_matches_nothing_is_a_usage_error(project):
     (project.path / "tol.toml").write_text('[[tolerance]]\nname = "mine"\nop = "rezise"\natol = 2\nreason = "typo"\n')
-    result = project.runpytest_subprocess(*QUICK, "--tolerances=tol.toml")
+    result = project.runpytest_inprocess(*QUICK, "--tolerances=tol.toml")
     assert result.ret == 4
     assert "rule 'mine' (op 'rezise') matches none of the collected ops (good)" in result.stderr.str()
 
@@ -25,7 +25,7 @@ def test_a_misspelt_where_key_fails_the_item_it_applies_to(project):
     (project.path / "known_issues.toml").write_text(
         '[[issue]]\nid = "typo"\nop = "good"\nchecks = ["reference"]\nwhere = { out_widht = 1 }\n'
         'max_abs = 1\nlink = "docs/x.md"\nreason = "a typo in where"\nstrict = false\n')
-    result = project.runpytest_subprocess(*QUICK, "-k", "reference")
+    result = project.runpytest_inprocess(*QUICK, "-k", "reference")
     assert result.ret == 1
     out = result.stdout.str()
     assert "where key(s) 'out_widht' name no feature of this op's cases" in out

@@ -52,7 +52,7 @@ test_two_bugs = make_spec("two_bugs", two_bugs, dtypes=("float32",)).test()
 
 def test_two_independent_bugs_in_one_op_are_each_found_shrunk_and_reported(project):
     project.makepyfile(test_cases=TWO_BUGS)
-    result = project.runpytest_subprocess(*QUICK, "--max-examples=40", "--targets=cpu")
+    result = project.runpytest_inprocess(*QUICK, "--max-examples=40", "--targets=cpu")
     base = "test_cases.py::test_two_bugs[cpu-float32-bilinear"
     assert failed_ids(result) == {f"{base}-invariants]", f"{base}-reference]"}
     (mutation,) = shrunk_cases(project, f"{base}-invariants]")
@@ -60,7 +60,7 @@ def test_two_independent_bugs_in_one_op_are_each_found_shrunk_and_reported(proje
     assert mutation["params"]["size"] == [2, 2]  # shrunk for its own bug: any case shows it
     assert values["params"]["size"][1] == 9  # shrunk for the other: the narrowest output that shows it
     # each check is its own item, so -k selects one
-    only = project.runpytest_subprocess(*QUICK, "--max-examples=40", "--targets=cpu", "-k", "reference")
+    only = project.runpytest_inprocess(*QUICK, "--max-examples=40", "--targets=cpu", "-k", "reference")
     only.assert_outcomes(failed=1)
 
 
@@ -79,7 +79,7 @@ test_two_causes = make_spec("two_causes", two_invariant_bugs, dtypes=("float32",
 
 def test_two_causes_within_one_check_are_shrunk_separately(project):
     project.makepyfile(test_cases=TWO_CAUSES)
-    result = project.runpytest_subprocess(*QUICK, "--max-examples=40", "--targets=cpu", "-k", "invariants")
+    result = project.runpytest_inprocess(*QUICK, "--max-examples=40", "--targets=cpu", "-k", "invariants")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "2 distinct failures" in out
@@ -100,9 +100,9 @@ def _planted_against_control(pytester, module: str, keyword: str, examples: int,
     """Run the shipped suite's items as they are (the control), then with `plant` as a conftest: the result."""
     _copy_suite(pytester, module)
     args = [*QUICK, f"--max-examples={examples}", "--targets=cpu", "cases", "-k", keyword]
-    pytester.runpytest_subprocess(*args).assert_outcomes(**control)
+    pytester.runpytest_inprocess(*args).assert_outcomes(**control)
     pytester.makeconftest(plant)
-    return pytester.runpytest_subprocess(*args)
+    return pytester.runpytest_subprocess(*args)  # the plant patches a library: in a process of its own
 
 
 PLUS_TWO = '''
@@ -159,7 +159,7 @@ test_allowed = make_gain_spec("allowed", module=ModuleOp(build=lambda p: KeepsIt
 
 def test_a_module_that_promises_to_work_unmoved_fails_when_it_does_not(project):
     project.makepyfile(test_cases=UNMOVED)
-    result = project.runpytest_subprocess(*QUICK, "--max-examples=5", "--targets=cpu,vcuda:1", "-k", "unmoved")
+    result = project.runpytest_inprocess(*QUICK, "--max-examples=5", "--targets=cpu,vcuda:1", "-k", "unmoved")
     assert failed_ids(result) == {"test_cases.py::test_promised[vcuda:1-float32-gain-unmoved]"}
     result.assert_outcomes(failed=1, passed=1)
     out = result.stdout.str()
@@ -204,7 +204,7 @@ test_good_sampler = spec("good_sampler", RandomGain).test()
 
 def test_a_sampler_that_builds_its_parameters_on_the_cpu_is_caught_though_replay_hides_it(project):
     project.makepyfile(test_cases=CPU_SAMPLER)
-    result = project.runpytest_subprocess(*QUICK, "--max-examples=5", "--targets=cpu,vcuda:1")
+    result = project.runpytest_inprocess(*QUICK, "--max-examples=5", "--targets=cpu,vcuda:1")
     assert failed_ids(result) == {"test_cases.py::test_cpu_sampler[vcuda:1-float32-gain-sampling]",
                                   "test_cases.py::test_computes_on_cpu[vcuda:1-float32-gain-sampling]"}
     out = result.stdout.str()
@@ -261,7 +261,7 @@ from planted_placement import make_gain_spec
 def _spec(name, call):
     return dataclasses.replace(make_gain_spec(name, call=call), reference=lambda image, case: image)
 ''' + TABLE_UPLOAD.replace("make_gain_spec(", "_spec("))
-    uploads = project.runpytest_subprocess(*QUICK, "--targets=vcuda:1", "-k", "uploads", "--replay",
+    uploads = project.runpytest_inprocess(*QUICK, "--targets=vcuda:1", "-k", "uploads", "--replay",
                                            ONE_PIXEL % "uploads")
     uploads.assert_outcomes(passed=len([c for c in ("error", "placement", "invariants", "reference",
                                                     "cross_device", "constant_upload")]))
@@ -270,12 +270,12 @@ def _spec(name, call):
     assert "warnings summary" not in out  # aggregated at the end of the run, never one pytest warning per item
     verdicts = {r["check"]: r["verdict"] for r in records(project)}
     assert verdicts["placement"] == "pass" and verdicts["constant_upload"] == "warning"
-    gated = project.runpytest_subprocess(*QUICK, "--targets=vcuda:1", "-k", "uploads and constant_upload",
+    gated = project.runpytest_inprocess(*QUICK, "--targets=vcuda:1", "-k", "uploads and constant_upload",
                                          "--fail-on-warning", "--replay", ONE_PIXEL % "uploads")
     gated.assert_outcomes(failed=1)
     assert "fails the gate under --fail-on-warning" in gated.stdout.str()
     # the image itself going to the host is still an image copy, even of a 1x1 image
-    trips = project.runpytest_subprocess(*QUICK, "--targets=vcuda:1", "-k", "round_trips and placement",
+    trips = project.runpytest_inprocess(*QUICK, "--targets=vcuda:1", "-k", "round_trips and placement",
                                          "--replay", ONE_PIXEL % "round_trips")
     trips.assert_outcomes(failed=1)
     assert "copy of data derived from the input image" in trips.stdout.str()
@@ -308,7 +308,7 @@ test_right_class = spec("right_class", "value", ValueError).test()
 
 def test_a_hang_or_the_wrong_exception_does_not_satisfy_an_error_mode(project):
     project.makepyfile(test_cases=HANGING)
-    result = project.runpytest_subprocess(*QUICK, "--max-examples=2", "--targets=cpu", "--case-timeout=0.3")
+    result = project.runpytest_inprocess(*QUICK, "--max-examples=2", "--targets=cpu", "--case-timeout=0.3")
     assert failed_ids(result) == {"test_cases.py::test_hangs[cpu-float32-bad-error]",
                                   "test_cases.py::test_wrong_class[cpu-float32-bad-error]"}
     out = result.stdout.str()
