@@ -29,10 +29,10 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from conformance.checks import SharedCases, applicable
-from conformance.judgement import judge
-from conformance.known_issues import KnownIssue, load
-from conformance.spec import OpSpec
-from conformance.targets import discover, select
+from conformance.engine.judgement import judge
+from conformance.spec.known_issues import KnownIssue, load
+from conformance.spec.opspec import OpSpec
+from conformance.devices.targets import discover, select
 
 
 def load_specs(path: Path) -> list[OpSpec]:

@@ -2,7 +2,7 @@
 its entry can claim, from real runs' summaries.
 
 A strict entry that reproduces in none of the n cases in its scope of a cell (op, target, dtype, mode)
-is called fixed only when (1 - min_case_fraction) ** n < 1e-3 (conformance.known_issues), so a short run
+is called fixed only when (1 - min_case_fraction) ** n < 1e-3 (conformance.spec.known_issues), so a short run
 is not red for an entry that simply had no chance to show.  The fraction an entry claims must be low
 enough to hold in every cell it applies to: per cell (the most cases in scope, and explained, over its
 check items, which see the same cases) the one-sided 95% Wilson lower bound of explained / in scope,

@@ -60,7 +60,7 @@ def harness(modules: list[str], targets: str, reports: Path, name: str, extra: l
 
 def checked_work(run_dir: Path) -> list[dict]:
     """[{"case": ..., "mode": ..., "targets": [...]}] in first-seen order: every counted example of the run."""
-    from conformance.results import read_outcomes
+    from conformance.store.reader import read_outcomes
 
     work: dict[str, dict] = {}
     for record in read_outcomes(run_dir)[0]:
@@ -134,7 +134,7 @@ def isa_worker(modules: list[str]) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from calibrate import load_specs
 
-    from conformance.recipes import Case, materialize
+    from conformance.spec.recipes import Case, materialize
 
     specs = {spec.name: spec for module in modules for spec in load_specs(ROOT / module)}
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -214,9 +214,9 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from calibrate import load_specs
 
-    from conformance.calls import sample_params
-    from conformance.recipes import Case, apply_layout, materialize, to_float64
-    from conformance.targets import discover
+    from conformance.devices.calls import sample_params
+    from conformance.spec.recipes import Case, apply_layout, materialize, to_float64
+    from conformance.devices.targets import discover
 
     def seeded(seed: int):
         fork = torch.random.fork_rng(devices=[])

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cases"))
 
-from conformance.recipes import Recipe, materialize  # noqa: E402
+from conformance.spec.recipes import Recipe, materialize  # noqa: E402
 from test_jpeg import pillow_decode, pillow_encode  # noqa: E402
 
 CONTENTS = ("noise", "gradient", "constant", "checkerboard", "extremes")

@@ -20,7 +20,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from conformance.results import read_outcomes
+from conformance.store.reader import read_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = ["kornia==0.6.12", "kornia==0.7.0", "kornia==0.7.2", "kornia==0.7.3", "kornia==0.8.0", "kornia==0.8.3",

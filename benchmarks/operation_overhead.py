@@ -19,10 +19,10 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, seed, settings
 
-from conformance.buildcompare import load_specs
+from conformance.builds import load_specs
 from conformance.checks import SharedCases, applicable, check_case
-from conformance.targets import discover, select
-from conformance.worst import WorstCases
+from conformance.devices.targets import discover, select
+from conformance.engine.worst import WorstCases
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,12 +9,15 @@ Passing examples keep no pixels, so the size should follow F, not N.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from conformance.report import build_report
-from conformance.report.synthetic import write_run
+from conformance.report.build import build_report
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from synthetic_runs import write_run  # noqa: E402 - the tests' generator of synthetic run folders
 
 
 def folder_size(path: Path) -> int:

@@ -21,10 +21,10 @@ from hypothesis import Phase, given, settings
 sys.path.insert(0, str(Path(__file__).parent))
 from calibrate import load_specs  # noqa: E402
 
-from conformance.calls import run_op  # noqa: E402
+from conformance.devices.calls import run_op  # noqa: E402
 from conformance.checks import SharedCases, check_case  # noqa: E402
-from conformance.recipes import materialize  # noqa: E402
-from conformance.targets import CPU, virtual_targets  # noqa: E402
+from conformance.spec.recipes import materialize  # noqa: E402
+from conformance.devices.targets import CPU, virtual_targets  # noqa: E402
 
 
 def draw_cases(spec, dtype, mode, n):

@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from torchvision.transforms import InterpolationMode
 
 from conformance import Rule, Tolerance, image_recipes
-from conformance.adapters import batched, per_host_image, pillow_image_op
-from conformance.operations import KORNIA, OMIT, OPENCV, PILLOW, SUFFIXES, TV1, TV2, Implementation, Operation, keywords
-from conformance.recipes import Case, Recipe
+from conformance.spec.adapters import batched, per_host_image, pillow_image_op
+from conformance.spec.operations import KORNIA, OMIT, OPENCV, PILLOW, SUFFIXES, TV1, TV2, Implementation, Operation, keywords
+from conformance.spec.recipes import Case, Recipe
 from conformance.references import warp
 
 DTYPES, MODES = ("uint8", "float32"), ("nearest", "bilinear")

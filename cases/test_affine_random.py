@@ -18,7 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 from conformance import ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
-from conformance.recipes import Case
+from conformance.spec.recipes import Case
 from conformance.references import warp
 
 MODES = ("nearest", "bilinear")

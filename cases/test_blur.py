@@ -32,9 +32,9 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
 from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes, versions
-from conformance.adapters import batched, per_host_image, pillow_image_op
-from conformance.operations import KORNIA, OMIT, OPENCV, PILLOW, TV1, TV2, Implementation, Operation, keywords
-from conformance.recipes import Case, Recipe
+from conformance.spec.adapters import batched, per_host_image, pillow_image_op
+from conformance.spec.operations import KORNIA, OMIT, OPENCV, PILLOW, TV1, TV2, Implementation, Operation, keywords
+from conformance.spec.recipes import Case, Recipe
 from conformance.references import filters
 
 KERNELS = (1, 3, 5, 7, 9, 11)

@@ -22,9 +22,9 @@ import torch
 from hypothesis import strategies as st
 
 from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes
-from conformance.adapters import per_host_image
-from conformance.operations import KORNIA, OPENCV, PILLOW, Implementation, Operation
-from conformance.recipes import CONTENTS, Case, Recipe, synthesize_unit
+from conformance.spec.adapters import per_host_image
+from conformance.spec.operations import KORNIA, OPENCV, PILLOW, Implementation, Operation
+from conformance.spec.recipes import CONTENTS, Case, Recipe, synthesize_unit
 from conformance.references import color
 
 HOST = "a host library: the image is copied to host memory and back"

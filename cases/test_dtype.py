@@ -24,8 +24,8 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
 from conformance import ModuleOp, Rule, Tolerance, image_recipes
-from conformance.operations import TV1, TV2, Implementation, Operation, keywords
-from conformance.recipes import CONTENTS, Case, Recipe
+from conformance.spec.operations import TV1, TV2, Implementation, Operation, keywords
+from conformance.spec.recipes import CONTENTS, Case, Recipe
 from conformance.references import tone
 
 # (input dtype, mode): mode "to-<dtype>" converts to that dtype

@@ -21,9 +21,9 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
 from conformance import Rule, Tolerance, image_recipes
-from conformance.adapters import batched, per_host_image, pillow_image_op
-from conformance.operations import KORNIA, OPENCV, PILLOW, TV1, TV2, Implementation, Operation, keywords
-from conformance.recipes import Case, Recipe
+from conformance.spec.adapters import batched, per_host_image, pillow_image_op
+from conformance.spec.operations import KORNIA, OPENCV, PILLOW, TV1, TV2, Implementation, Operation, keywords
+from conformance.spec.recipes import Case, Recipe
 from conformance.references import geometry
 
 DTYPES = ("uint8", "float32")

@@ -17,8 +17,8 @@ import torch
 from hypothesis import strategies as st
 
 from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes
-from conformance.operations import KORNIA, Implementation, Operation, keywords
-from conformance.recipes import Case, Recipe
+from conformance.spec.operations import KORNIA, Implementation, Operation, keywords
+from conformance.spec.recipes import Case, Recipe
 from conformance.references import geometry
 
 EXACT = [Rule(Tolerance("exact", reason="every output pixel is a copy of one input pixel or the fill value"))]

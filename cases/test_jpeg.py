@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from conformance import ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes, versions
-from conformance.operations import OPENCV, TORCHCODEC, TVIO, Implementation, Operation, keywords
-from conformance.recipes import CONTENTS, Case
+from conformance.spec.operations import OPENCV, TORCHCODEC, TVIO, Implementation, Operation, keywords
+from conformance.spec.recipes import CONTENTS, Case
 
 CHANNELS = {"gray": 1, "rgb": 3}
 pytestmark = pytest.mark.filterwarnings("ignore:The image decoding and encoding capabilities:DeprecationWarning")

@@ -21,8 +21,8 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
 from conformance import ModuleOp, Recipe, Rule, Tolerance, image_recipes
-from conformance.operations import KORNIA, TV1, TV2, Implementation, Operation
-from conformance.recipes import Case
+from conformance.spec.operations import KORNIA, TV1, TV2, Implementation, Operation
+from conformance.spec.recipes import Case
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 INVALID = {

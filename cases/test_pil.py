@@ -18,7 +18,7 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
 from conformance import ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
-from conformance.recipes import Case
+from conformance.spec.recipes import Case
 
 PIL_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "F": 1}
 UINT8_MODES = ("L", "LA", "RGB", "RGBA")

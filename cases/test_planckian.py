@@ -18,7 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes, versions
-from conformance.recipes import CONTENTS, Case
+from conformance.spec.recipes import CONTENTS, Case
 from conformance.references import planckian
 
 MODES = ("blackbody", "CIED")

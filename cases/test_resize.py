@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from torchvision.transforms import InterpolationMode
 
 from conformance import Recipe, Rule, Tolerance, image_recipes, sides
-from conformance.adapters import batched, per_host_image, pillow_image_op
-from conformance.operations import KORNIA, OPENCV, PILLOW, TV1, TV2, Implementation, Operation, keywords
-from conformance.recipes import Case
+from conformance.spec.adapters import batched, per_host_image, pillow_image_op
+from conformance.spec.operations import KORNIA, OPENCV, PILLOW, TV1, TV2, Implementation, Operation, keywords
+from conformance.spec.recipes import Case
 from conformance.references import resample
 
 MODES = ("nearest", "nearest-exact", "bilinear", "bilinear-antialias", "bicubic", "bicubic-antialias")

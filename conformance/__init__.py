@@ -15,10 +15,10 @@ from importlib import import_module
 from typing import Any
 
 _PUBLIC = {
-    "versions": "conformance.versions", "Rule": "conformance.compare", "Tolerance": "conformance.compare",
-    "Case": "conformance.recipes", "Recipe": "conformance.recipes", "ExpectedError": "conformance.spec",
-    "ModuleOp": "conformance.spec", "OpSpec": "conformance.spec", "image_recipes": "conformance.strategies",
-    "sides": "conformance.strategies",
+    "versions": "conformance.spec.versions", "Rule": "conformance.spec.tolerances", "Tolerance": "conformance.spec.tolerances",
+    "Case": "conformance.spec.recipes", "Recipe": "conformance.spec.recipes", "ExpectedError": "conformance.spec.opspec",
+    "ModuleOp": "conformance.spec.opspec", "OpSpec": "conformance.spec.opspec", "image_recipes": "conformance.spec.strategies",
+    "sides": "conformance.spec.strategies",
 }
 __all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"

@@ -19,7 +19,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance.results import StoreError, format_table, was_complete, write_summary
+from conformance.report.table import format_table
+
+from conformance.store.aggregate import write_summary
+
+from conformance.store.examples import StoreError
+
+from conformance.store.reader import was_complete
 
 USAGE_ERROR = 4  # pytest's exit code for usage errors, so scripts can treat both alike
 
@@ -203,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
                        help="remove runs that finished more than DAYS ago (with --keep: only beyond the N newest)")
     prune.add_argument("--dry-run", action="store_true", help="print what would be removed; remove nothing")
-    from conformance import timing
+    from conformance.engine import timing
 
     baseline = commands.add_parser("baseline", help="record this build's outputs (fixed cases) and timings into a "
                                                     "folder; other arguments go to pytest")
@@ -240,12 +246,12 @@ def main(argv: list[str] | None = None) -> int:
                          if unknown or not shapes else "--rounds must be at least 1")
         ops = [o for o in args.ops.split(",") if o] if args.ops else None
     if args.command == "baseline":
-        from conformance.buildcompare import make_baseline
+        from conformance.builds import make_baseline
 
         return make_baseline(args.output, rest, timings=not args.no_timing, shapes=shapes, ops=ops,
                              rounds=args.rounds)
     if args.command == "timing":
-        from conformance.buildcompare import measure_timings
+        from conformance.builds import measure_timings
 
         if not args.cases.exists():
             print(f"conformance timing: no such case folder or file {str(args.cases)!r}", file=sys.stderr)
@@ -254,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                                environment={}, slow=args.planted_slowdown, as_target=args.as_target,
                                isa=not args.no_isa)
     if args.command == "compare":
-        from conformance.buildcompare import compare as compare_builds
+        from conformance.builds import compare as compare_builds
 
         if not args.slowdown > 1:
             parser.error("--slowdown must be a factor above 1")

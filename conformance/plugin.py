@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from conformance import config as run_config
-from conformance import options, profiles
-from conformance.item_ids import item_params_id, parse_item_id
+from conformance.engine import config as run_config
+from conformance.engine import options
+from conformance.engine import profiles
+from conformance.spec.item_ids import item_params_id, parse_item_id
 
 profiles.register()  # named profiles for --hypothesis-profile; registering loads nothing
 
@@ -57,12 +58,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if run_config.asked_for(config):
         _start(config, state)
         if controller and config.pluginmanager.hasplugin("xdist"):
-            from conformance import distribute
+            from conformance.engine import distribute
 
             distribute.configure(config, state.run.run_dir, state.run.cfg)
     elif controller and config.pluginmanager.hasplugin("xdist"):
         # Nothing asked for yet: if the workers collect specs, they share one run folder (named, not created).
-        from conformance import distribute
+        from conformance.engine import distribute
 
         state.run_dir = options.run_dir(config, validate=False)
         distribute.configure(config, state.run_dir, None)
@@ -70,9 +71,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _start(config: pytest.Config, state: PluginState) -> Any:
     """Set the run up: configuration, targets, case sources, known issues, records (imports torch)."""
-    from conformance import distribute
-    from conformance import environment as env_info
-    from conformance.session import ConformanceRun
+    from conformance.engine import distribute
+    from conformance.devices import environment as env_info
+    from conformance.engine.session import ConformanceRun
 
     cfg = run_config.build(config)
     profile = run_config.profile_name(config)
@@ -87,7 +88,7 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     if workerinput is not None:
         distribute.share_torch_threads(int(workerinput.get("workercount", 1)))
         if "conformance_isa" in workerinput:  # the controller's ISA workers, one per level for all
-            from conformance.isa_feed import use_shared
+            from conformance.devices.isa_feed import use_shared
 
             use_shared(json.loads(workerinput["conformance_isa"]))
     state.run = ConformanceRun(cfg, environment)
@@ -117,8 +118,8 @@ def pytest_report_collectionfinish(config: pytest.Config, start_path: Path, item
 
 
 def _header(config: pytest.Config, run: Any) -> list[str]:
-    from conformance.environment import header_lines
-    from conformance.targets import virtual_unavailable_reason
+    from conformance.devices.environment import header_lines
+    from conformance.devices.targets import virtual_unavailable_reason
 
     reason = virtual_unavailable_reason()
     workers = getattr(config.option, "numprocesses", None)
@@ -181,7 +182,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """The items of one operation's implementations run together, variant by variant, so each
     library checks the cases the first one drew while its inputs and outputs are still cached."""
-    from conformance.ordering import operation_order
+    from conformance.engine.ordering import operation_order
 
     slots = [n for n, item in enumerate(items) if _spec_of(item) is not None]
     if slots:
@@ -254,7 +255,7 @@ def _check_tolerance_rules(config: pytest.Config, run: Any, collected: set[str])
 
 def _is_conformance_failure(exc: BaseException) -> bool:
     """A divergence the harness found (hypothesis may group several), not an error of the test itself."""
-    from conformance.judgement import ConformanceFailure
+    from conformance.engine.judgement import ConformanceFailure
 
     nested = getattr(exc, "exceptions", None)  # an exception group: builtin from 3.11, backported before
     if isinstance(nested, (list, tuple)) and nested:
@@ -316,7 +317,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     spec = _spec_of(pyfuncitem)
     if spec is None:
         return None
-    from conformance.judgement import ConformanceFailure
+    from conformance.engine.judgement import ConformanceFailure
 
     run = _run(pyfuncitem.config)
     cases = run.plan()
@@ -361,7 +362,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run_dir = state.run.run_dir if state.run is not None else state.run_dir
     if hasattr(session.config, "workerinput") or run_dir is None or not (run_dir / "outcomes").is_dir():
         return
-    from conformance.terminal import finish_run_folder
+    from conformance.report.terminal import finish_run_folder
 
     interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
@@ -380,6 +381,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     run_dir = state.run.run_dir if state.run is not None else state.run_dir
     if run_dir is None:
         return
-    from conformance.terminal import write_section
+    from conformance.report.terminal import write_section
 
     write_section(terminalreporter, config, run_dir, state.narrowed, state.report_path, state.report_error)

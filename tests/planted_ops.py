@@ -11,7 +11,7 @@ import torchvision.transforms.v2.functional as F
 from hypothesis import strategies as st
 
 from conformance import OpSpec, Recipe, Rule, Tolerance, image_recipes
-from conformance.recipes import Case
+from conformance.spec.recipes import Case
 from conformance.references import resample
 
 

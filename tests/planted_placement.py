@@ -15,7 +15,7 @@ import torch
 from hypothesis import strategies as st
 
 from conformance import OpSpec, Rule, Tolerance, image_recipes
-from conformance.spec import ModuleOp
+from conformance.spec.opspec import ModuleOp
 
 GAINS = (0.5, 1.0, 0.25)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.results import read_outcomes
+from conformance.store.reader import read_outcomes
 
 HERE = Path(__file__).parent
 TARGETS = "--targets=cpu,vcuda:0"

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from conformance.checks import SharedCases, check_case
-from conformance.recipes import Case, Recipe
-from conformance.targets import CPU, virtual_targets
+from conformance.spec.recipes import Case, Recipe
+from conformance.devices.targets import CPU, virtual_targets
 from planted_ops import (crashing_resize, float_resize, good_resize, make_spec, mutating_resize, shifted_resize,
                          sprinkled_resize)
 
@@ -126,7 +126,7 @@ def test_a_cross_device_failure_says_which_side_is_off_the_reference():
 
 
 def test_the_baseline_cache_counts_cached_outputs_against_its_byte_budget():
-    from conformance.calls import OpRun
+    from conformance.devices.calls import OpRun
 
     cache = SharedCases(max_bytes=3 * 8 * 1000)
     for n in range(10):

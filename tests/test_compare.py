@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from conformance.compare import Rule, Tolerance, measure, pick_tolerance
+from conformance.spec.tolerances import Rule, Tolerance, measure, pick_tolerance
 
 STRICT = Tolerance("strict", reason="test policy")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.results import read_outcomes
+from conformance.store.reader import read_outcomes
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=10", "--targets=cpu"]
@@ -41,7 +41,7 @@ def test_a_failure_shows_its_message_without_the_harness_source(project):
     assert "shifted on cpu [uint8, bilinear]: reference failed (values)" in out
     assert "Rerun: python -m pytest" in out
     # none of the harness's frames: its source, its locals, its file names
-    assert "def check(self" not in out and "conformance/session.py" not in out and "state.settled" not in out
+    assert "def check(self" not in out and "conformance/engine/session.py" not in out and "state.settled" not in out
     section = out.split("= FAILURES =")[1].split("short test summary")[0]
     assert len(section.splitlines()) < 40, section
 

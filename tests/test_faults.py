@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.results import read_outcomes
+from conformance.store.reader import read_outcomes
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
 FAULTY = '''

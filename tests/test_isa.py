@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.isa import lower_levels
-from conformance.targets import IsaTarget, TargetSelectionError, discover, select
+from conformance.devices.isa import lower_levels
+from conformance.devices.targets import IsaTarget, TargetSelectionError, discover, select
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.skipif(not lower_levels(), reason="this cpu runs torch's lowest instruction-set level")
@@ -75,7 +75,7 @@ def _requests(folder: Path, ops: list[str]) -> list[tuple[tuple[str, int], dict]
 
 
 def test_the_worker_really_runs_with_the_lower_level(tmp_path):
-    from conformance.isa_feed import IsaWorker
+    from conformance.devices.isa_feed import IsaWorker
 
     worker = IsaWorker("default")
     try:
@@ -90,7 +90,7 @@ def test_the_worker_really_runs_with_the_lower_level(tmp_path):
 def test_requests_are_fed_ahead_and_a_crash_costs_only_its_own_case(tmp_path):
     """Many requests in flight, answered in any order asked; the case that kills the worker gets the error
     and the worker is started again for the others."""
-    from conformance.isa_feed import IsaWorker
+    from conformance.devices.isa_feed import IsaWorker
 
     requests = _requests(tmp_path, ["good", "good", "aborting", "good", "good"])
     worker = IsaWorker("default")
@@ -112,10 +112,10 @@ def test_a_shared_worker_serves_two_clients_and_its_crash_sends_them_to_their_ow
     import subprocess
     import sys
 
-    from conformance.isa_feed import IsaWorker
+    from conformance.devices.isa_feed import IsaWorker
 
     path = str(tmp_path / "default.sock")
-    server = subprocess.Popen([sys.executable, "-m", "conformance.isa_worker", "--listen", path],
+    server = subprocess.Popen([sys.executable, "-m", "conformance.devices.isa_worker", "--listen", path],
                               stdin=subprocess.PIPE, env=dict(os.environ, ATEN_CPU_CAPABILITY="default"))
     clients = [IsaWorker("default", path), IsaWorker("default", path)]
     try:

@@ -1,7 +1,7 @@
 """Known-issues files: parsed strictly, matched precisely."""
 import pytest
 
-from conformance.known_issues import KnownIssuesError, load
+from conformance.spec.known_issues import KnownIssuesError, load
 
 GOOD = '''
 [[issue]]
@@ -44,14 +44,14 @@ def test_a_complete_entry_matches_only_its_scope(tmp_path):
 
 
 def _metrics(max_abs, mismatch_fraction):
-    from conformance.compare import Metrics
+    from conformance.spec.tolerances import Metrics
 
     return Metrics(max_abs, 0.0, mismatch_fraction, 0, 100, None, None, None, 0.0)
 
 
 def test_a_failure_in_scope_but_outside_the_envelope_is_not_the_known_issue(tmp_path):
     from conformance.checks import CheckOutcome
-    from conformance.judgement import judge
+    from conformance.engine.judgement import judge
 
     (issue,) = load(write(tmp_path, GOOD))
     features = {"channels": 3, "layout": "contiguous"}

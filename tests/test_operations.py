@@ -7,16 +7,16 @@ import pytest
 from hypothesis import strategies as st
 
 from conformance import Rule, Tolerance
-from conformance.operations import OMIT, PILLOW, TV2, Implementation, Operation, keywords
-from conformance.results import read_outcomes
+from conformance.spec.operations import OMIT, PILLOW, TV2, Implementation, Operation, keywords
+from conformance.store.reader import read_outcomes
 
 CASES = '''
 import numpy as np
 import torch
 from hypothesis import strategies as st
 from conformance import Rule, Tolerance, image_recipes
-from conformance.adapters import per_host_image
-from conformance.operations import KORNIA, PILLOW, TV2, Implementation, Operation, keywords
+from conformance.spec.adapters import per_host_image
+from conformance.spec.operations import KORNIA, PILLOW, TV2, Implementation, Operation, keywords
 
 EXACT = [Rule(Tolerance("exact", reason="a copy of input pixels"))]
 recipes = lambda dtype: image_recipes(dtype, max_side=12, contents=["noise"])
@@ -181,8 +181,8 @@ def test_left_out_keywords_are_not_passed_and_take_the_documented_default_in_the
 
 def test_a_crop_that_returns_a_view_keeps_no_layout_of_its_own(virtual_device):
     from conformance.checks import SharedCases, check_case
-    from conformance.recipes import Case, Recipe
-    from conformance.targets import CPU, virtual_targets
+    from conformance.spec.recipes import Case, Recipe
+    from conformance.devices.targets import CPU, virtual_targets
 
     crop = _operation(name="crop", reference=lambda image, case: image[..., 1:3, 1:4],
                       implementations=[Implementation(library=TV2, call=lambda image, p: image[..., 1:3, 1:4])])

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import overrides
-from conformance.results import read_outcomes
+from conformance.spec import overrides
+from conformance.store.reader import read_outcomes
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
 BRIGHTER_CORNER = '''

@@ -2,9 +2,9 @@
 import pytest
 
 from conformance.checks import SharedCases, check_case
-from conformance.recipes import Case, Recipe
-from conformance.spec import ModuleOp
-from conformance.targets import CPU, virtual_targets
+from conformance.spec.recipes import Case, Recipe
+from conformance.spec.opspec import ModuleOp
+from conformance.devices.targets import CPU, virtual_targets
 from planted_placement import (BufferGain, PlainAttributeGain, StaleDeviceGain, gain_via_host, gain_with_device,
                                gain_without_device, make_gain_spec, random_gain_spec)
 

@@ -8,9 +8,9 @@ from torchvision.transforms import InterpolationMode
 
 from case_modules import case_module
 from conformance.checks import SharedCases, check_case
-from conformance.operations import OMIT
-from conformance.recipes import Case, Recipe
-from conformance.targets import CPU, virtual_targets
+from conformance.spec.operations import OMIT
+from conformance.spec.recipes import Case, Recipe
+from conformance.devices.targets import CPU, virtual_targets
 
 VCUDA1 = virtual_targets(2)[1]
 

@@ -13,10 +13,10 @@ import torch
 import torchvision.transforms.v2.functional as F
 
 from case_modules import case_module
-from conformance.adapters import per_host_image, pillow_image_op
+from conformance.spec.adapters import per_host_image, pillow_image_op
 from conformance.checks import SharedCases, check_case
-from conformance.recipes import Case, Recipe
-from conformance.targets import CPU, virtual_targets
+from conformance.spec.recipes import Case, Recipe
+from conformance.devices.targets import CPU, virtual_targets
 
 VCUDA1 = virtual_targets(2)[1]
 

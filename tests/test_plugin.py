@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.results import read_outcomes
+from conformance.store.reader import read_outcomes
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=15", "--targets=cpu"]
@@ -213,7 +213,7 @@ def test_virtual_targets_run_by_default_and_catch_placement_bugs_end_to_end(proj
     project.makepyfile(test_gains="""
 import torchvision.io
 from planted_placement import *
-from conformance.spec import ModuleOp
+from conformance.spec.opspec import ModuleOp
 
 test_plain_attribute = make_gain_spec("plain_attribute", module=ModuleOp(build=lambda p: PlainAttributeGain())).test()
 test_buffer = make_gain_spec("buffer", module=ModuleOp(build=lambda p: BufferGain())).test()

@@ -7,8 +7,8 @@ import torch
 from hypothesis import find, given, settings
 
 from conformance.checks import memory_formats
-from conformance.recipes import Case, Recipe, RecipeError, materialize, to_float64
-from conformance.strategies import image_recipes
+from conformance.spec.recipes import Case, Recipe, RecipeError, materialize, to_float64
+from conformance.spec.strategies import image_recipes
 
 
 def test_layouts_are_what_they_say():

@@ -20,7 +20,7 @@ import pytest
 import torchvision
 from hypothesis import HealthCheck, given, settings
 
-from conformance.operations import PILLOW
+from conformance.spec.operations import PILLOW
 
 ROOT = Path(__file__).parents[1]
 UNDER_TEST = ("torchvision", "kornia", "cv2", "torchcodec", "PIL")

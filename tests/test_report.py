@@ -10,7 +10,7 @@ import pytest
 
 from conformance.report import build_report
 from conformance.report.merge import merge_runs
-from conformance.report.synthetic import write_operation_run, write_run
+from synthetic_runs import write_operation_run, write_run
 
 HOSTILE = "<script>alert('x')</script>\"'../../etc/passwd"
 
@@ -94,7 +94,7 @@ def _chromium():
 def test_the_report_renders_in_headless_chromium(tmp_path):
     from selenium.webdriver.common.by import By
 
-    from conformance.timing import Timing, write
+    from conformance.engine.timing import Timing, write
 
     run = write_run(tmp_path / "run", outcomes=30, failures=2)
     write(run / "timings.json", [Timing("resize", "cpu", "uint8", "bilinear", shape, seconds, 1e-5, 0.1, seconds / 1e-5)
@@ -153,11 +153,11 @@ def test_the_cross_library_page_opens_from_the_report_in_headless_chromium(tmp_p
 
 
 def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
-    from conformance import environment
+    from conformance.devices import environment
     from conformance.checks.registry import CheckOutcome
-    from conformance.records import RecordWriter
-    from conformance.results import write_summary
-    from conformance.targets import CPU, virtual_targets
+    from conformance.store.records import RecordWriter
+    from conformance.store.aggregate import write_summary
+    from conformance.devices.targets import CPU, virtual_targets
 
     run = tmp_path / "run"
     env = environment.collect([CPU, *virtual_targets(2)])

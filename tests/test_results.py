@@ -6,9 +6,12 @@ import pytest
 
 from conformance.checks.registry import CheckOutcome
 from conformance.cli import main as cli
-from conformance.compare import Metrics, Tolerance
-from conformance.records import RecordWriter, last_case_started
-from conformance.results import StoreError, read_outcomes, safe_name, write_summary
+from conformance.spec.tolerances import Metrics, Tolerance
+from conformance.store.records import RecordWriter, last_case_started
+from conformance.store.aggregate import write_summary
+from conformance.store.examples import StoreError
+from conformance.store.reader import read_outcomes
+from conformance.store.writer import safe_name
 from conformance.store import examples
 
 TOLERANCE = Tolerance("t", "one step", atol=1)

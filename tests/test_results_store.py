@@ -11,10 +11,11 @@ import pytest
 
 from conformance.checks.registry import CheckOutcome
 from conformance.cli import main as cli
-from conformance.compare import Metrics, Tolerance
-from conformance.records import RecordWriter
+from conformance.spec.tolerances import Metrics, Tolerance
+from conformance.store.records import RecordWriter
 from conformance.report import build_report
-from conformance.results import format_table, summarize, write_summary
+from conformance.report.table import format_table
+from conformance.store.aggregate import summarize, write_summary
 
 NODE = "cases/test_resize.py::test_resize[{target}-uint8-bilinear-{check}]"
 ENVIRONMENT = {"machine": "test", "packages": {}, "targets": [], "cuda": {}, "tf32": {}}
@@ -154,7 +155,7 @@ def test_prune_keeps_the_newest_and_latest_and_never_follows_links(tmp_path, cap
 def test_a_green_run_of_the_whole_suite_fits_on_one_screen():
     """14 families on 5 targets, 690 known-issue items of 102 entries, warnings on 24 ops x 2 targets: the
     section says it in a few lines, the warnings aggregated per op, check and cause (the largest first)."""
-    from conformance.store.table import format_section
+    from conformance.report.table import format_section
 
     groups = []
     for family in range(14):

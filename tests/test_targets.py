@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from conformance.targets import CPU, Target, TargetSelectionError, discover, select, virtual_targets
+from conformance.devices.targets import CPU, Target, TargetSelectionError, discover, select, virtual_targets
 
 GPU_BOX = [CPU, Target("cuda:0", "cuda", "H100"), Target("cuda:1", "cuda", "H100"), Target("mps", "mps")]
 

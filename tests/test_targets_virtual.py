@@ -4,9 +4,9 @@ import pytest
 import torch
 import torch.utils._python_dispatch
 
-from conformance import targets
-from conformance.targets import CPU, Target, TargetSelectionError, discover, select, virtual_unavailable_reason
-from conformance.virtual import probe
+from conformance.devices import targets
+from conformance.devices.targets import CPU, Target, TargetSelectionError, discover, select, virtual_unavailable_reason
+from conformance.devices.virtual import probe
 
 ONE_GPU = [CPU, Target("cuda:0", "cuda", "NVIDIA H100")]
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conformance.report.charts import timing_charts
-from conformance.timing import Timing, TimingsError, compare, read, write
+from conformance.engine.timing import Timing, TimingsError, compare, read, write
 
 
 def timing(op="normalize_v2", seconds=1e-4, calibration=5e-5, shape="1x3x224x224"):
@@ -46,7 +46,7 @@ def test_charts_escape_hostile_names():
 
 def test_a_run_with_timings_shows_a_chart_per_op(tmp_path):
     from conformance.report import build_report
-    from conformance.report.synthetic import write_run
+    from synthetic_runs import write_run
 
     run = write_run(tmp_path / "run", outcomes=10, failures=0)
     write(run / "timings.json", [timing(), timing(shape="1x3x16x16", seconds=2e-5), timing("resize")], {})

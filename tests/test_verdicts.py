@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.results import read_outcomes
+from conformance.store.reader import read_outcomes
 
 HERE = Path(__file__).parent
 CASES = HERE.parent / "cases"
@@ -145,7 +145,7 @@ def test_a_cpu_only_regression_is_put_on_the_cpu_not_on_the_accelerator(pytester
 UNMOVED = '''
 import torch
 from planted_placement import *
-from conformance.spec import ModuleOp
+from conformance.spec.opspec import ModuleOp
 
 class KeepsItsTableOnTheCpu(BufferGain):
     """Works after .to(); left on the cpu it multiplies a device image by its cpu buffer."""
@@ -285,7 +285,7 @@ HANGING = '''
 import time
 import torch
 from planted_ops import *
-from conformance.spec import ExpectedError
+from conformance.spec.opspec import ExpectedError
 
 def rejects(image, params):
     if params["flag"] == "bad":

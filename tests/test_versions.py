@@ -36,7 +36,7 @@ def test_the_imported_version_wins_over_the_metadata_and_a_mismatch_is_flagged(t
 
 
 def test_the_header_names_imported_versions_files_and_disagreements():
-    from conformance.environment import header_lines
+    from conformance.devices.environment import header_lines
 
     env = {"packages": {"torch": "2.15.0+cu132", "kornia": "0.7.3"}, "cuda": {"compiled_with": None},
            "cpu_capability": "AVX2", "tf32": {}, "targets": [],

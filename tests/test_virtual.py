@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from conformance.placement import PlacementLog
-from conformance.virtual import DeviceMixError, NotEmulatable, VirtualTensor, to_virtual, virtual_cuda
+from conformance.devices.placement import PlacementLog
+from conformance.devices.virtual import DeviceMixError, NotEmulatable, VirtualTensor, to_virtual, virtual_cuda
 
 pytestmark = pytest.mark.usefixtures("virtual_device")  # skipped where this torch fails the probe
 
@@ -119,10 +119,10 @@ GUARDED = """
 import torch
 import torchvision.transforms.v2.functional as F
 
-import conformance.virtual.tensor as tensor
+import conformance.devices.virtual.tensor as tensor
 tensor.real_device_count = lambda: 1  # as on a one-GPU machine: the real CUDA guard stays in place
-from conformance.recipes import Recipe, materialize, to_float64
-from conformance.targets import virtual_targets
+from conformance.spec.recipes import Recipe, materialize, to_float64
+from conformance.devices.targets import virtual_targets
 
 vcuda1 = virtual_targets(2)[1]
 for layout in ("contiguous", "channels_last", "strided"):
@@ -154,11 +154,11 @@ def test_a_timeout_in_the_restore_window_cannot_leave_torch_cuda_patched(monkeyp
     past a 0.05 s limit) finishes, and torch.cuda is the real one afterwards."""
     import time
 
-    from conformance import calls
-    from conformance.recipes import Case, Recipe
-    from conformance.targets import virtual_targets
+    from conformance.devices import calls
+    from conformance.spec.recipes import Case, Recipe
+    from conformance.devices.targets import virtual_targets
     from tests.planted_ops import make_spec
-    from conformance.virtual import facade
+    from conformance.devices.virtual import facade
 
     original, restore = torch.cuda.is_available, facade._unpatch
 
@@ -199,9 +199,9 @@ def test_torch_cuda_calls_the_facade_does_not_answer_are_not_emulatable(name):
 
 
 def test_an_op_asking_an_unanswered_torch_cuda_question_is_skipped_not_failed():
-    from conformance import calls
-    from conformance.recipes import Case, Recipe
-    from conformance.targets import virtual_targets
+    from conformance.devices import calls
+    from conformance.spec.recipes import Case, Recipe
+    from conformance.devices.targets import virtual_targets
     from tests.planted_ops import make_spec
 
     def capability_dependent(x, params):

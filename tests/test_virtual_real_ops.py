@@ -7,9 +7,9 @@ import torch
 import torchvision.transforms.v2 as T
 import torchvision.transforms.v2.functional as F
 
-from conformance.placement import PlacementLog, left_behind
-from conformance.targets import virtual_targets
-from conformance.virtual import NotEmulatable
+from conformance.devices.placement import PlacementLog, left_behind
+from conformance.devices.targets import virtual_targets
+from conformance.devices.virtual import NotEmulatable
 
 pytestmark = pytest.mark.usefixtures("virtual_device")  # skipped where this torch fails the probe
 

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from conformance.shared import SharedCases, InputImage, expected_output
+from conformance.engine.shared import SharedCases, InputImage, expected_output
 from conformance.checks import baseline, basic, devices, values  # noqa: F401 - each registers its checks
 from conformance.checks.basic import memory_formats
 from conformance.checks.registry import REGISTRY, Check, CheckOutcome, applicable, register
 from conformance.checks.values import psnr
-from conformance.recipes import Case
-from conformance.spec import OpSpec
-from conformance.targets import Target
+from conformance.spec.recipes import Case
+from conformance.spec.opspec import OpSpec
+from conformance.devices.targets import Target
 
 ORDER = ("error", "placement", "invariants", "reference", "fidelity", "cross_device", "unmoved", "sampling",
          "constant_upload", "baseline")

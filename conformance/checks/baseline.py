@@ -10,15 +10,15 @@ import numpy as np
 import torch
 
 from conformance.checks.registry import Check, CheckOutcome, register, valid_inputs
-from conformance.compare import Tolerance
-from conformance.drift import FALLBACK, compare_one
-from conformance.outputs import ArrayReader, OutputKey, Recorded, digest, read_index
-from conformance.virtual import host_tensor
+from conformance.spec.tolerances import Tolerance
+from conformance.store.drift import FALLBACK, compare_one
+from conformance.store.outputs import ArrayReader, OutputKey, Recorded, digest, read_index
+from conformance.devices.virtual import host_tensor
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from conformance.context import CaseContext
+    from conformance.checks.context import CaseContext
 
 
 class BaselineOutputs:

@@ -8,11 +8,11 @@ import numpy as np
 import torch
 
 from conformance.checks.registry import Check, CheckOutcome, always, failed, register, valid_inputs
-from conformance.recipes import DTYPES, to_float64
-from conformance.virtual import host_tensor
+from conformance.spec.recipes import DTYPES, to_float64
+from conformance.devices.virtual import host_tensor
 
 if TYPE_CHECKING:
-    from conformance.context import CaseContext
+    from conformance.checks.context import CaseContext
 
 
 def check_error(ctx: "CaseContext") -> CheckOutcome | None:

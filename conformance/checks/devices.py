@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from conformance.calls import OpRun, run_op, sample_on
+from conformance.devices.calls import OpRun, run_op, sample_on
 from conformance.checks.registry import (Check, CheckOutcome, compare_check, failed, on_accelerator, register,
                                          valid_inputs)
-from conformance.placement import PlacementLog
-from conformance.recipes import to_float64
-from conformance.virtual import host_tensor
+from conformance.devices.placement import PlacementLog
+from conformance.spec.recipes import to_float64
+from conformance.devices.virtual import host_tensor
 
 if TYPE_CHECKING:
-    from conformance.context import CaseContext
+    from conformance.checks.context import CaseContext
 
 
 def _plane(value: Any) -> int | None:

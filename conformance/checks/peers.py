@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from conformance.operations import OMIT
-from conformance.targets import CPU
+from conformance.spec.operations import OMIT
+from conformance.devices.targets import CPU
 
 if TYPE_CHECKING:
-    from conformance.context import CaseContext
-    from conformance.spec import OpSpec
+    from conformance.checks.context import CaseContext
+    from conformance.spec.opspec import OpSpec
 
 _UNMET: dict[str, str | None] = {}
 

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from conformance.compare import Metrics, Tolerance, measure
-from conformance.spec import OpSpec
-from conformance.targets import Target
+from conformance.spec.tolerances import Metrics, Tolerance, measure
+from conformance.spec.opspec import OpSpec
+from conformance.devices.targets import Target
 
 if TYPE_CHECKING:
-    from conformance.context import CaseContext
+    from conformance.checks.context import CaseContext
 
 
 @dataclass

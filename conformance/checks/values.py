@@ -9,10 +9,10 @@ import numpy as np
 
 from conformance.checks.registry import (Check, CheckOutcome, compare_check, data_range, identical, compared_with_cpu,
                                          register, valid_inputs)
-from conformance.compare import Metrics
+from conformance.spec.tolerances import Metrics
 
 if TYPE_CHECKING:
-    from conformance.context import CaseContext
+    from conformance.checks.context import CaseContext
 
 
 def check_reference(ctx: "CaseContext") -> CheckOutcome | None:

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from conformance.libraries import ORDER
+from conformance.spec.libraries import ORDER
 from conformance.report import pictures
-from conformance.results import VERDICT_ORDER
+from conformance.store.aggregate import VERDICT_ORDER
 
 MAX_CARDS = 400  # worst-case cards with pictures; beyond that cells show their numbers only
 

@@ -1,8 +1,16 @@
-"""The run's result store, one job per module.
+"""The run's result store (format 2; docs/results.md), one job per module: `writer` appends records
+as they happen, `reader` streams the journal back, `examples` is the Parquet table of check outcomes,
+`aggregate` the summary built from the items' tallies, `records` the one builder of every record kind,
+`cases` reads `--cases-from`, `outputs` and `drift` are recorded outputs and what changed between two
+builds, `prune` the retention of run folders.  Imports only `conformance.spec` and
+`conformance.devices` below it.
 
-writer: appends records as they happen (Store); reader: streams them back one at a time;
-aggregate: the summary, built as records stream past, so memory follows the number of groups
-and findings, not of passing examples; table: the terminal's view of a summary; cases:
-`--cases-from`; prune: retention of old run folders.  `conformance.results` re-exports the
-names the rest of the project has always imported from there.
+Layout of `reports/<run>/`:
+  outcomes/<worker>.jsonl     the journal: one JSON line per item event (start, end with its tally,
+                              item-level verdicts, worst cases, operations); one file per process
+  examples/<worker>.parquet   one row per check outcome of every counted example (an Arrow stream,
+                              `.arrows`, while the process runs or if it was killed)
+  environment/<worker>.json   what that process ran on
+  artifacts/<name>.npz        arrays of failing examples only
+  summary.json                written by the controller from the journals
 """

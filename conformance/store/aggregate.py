@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from conformance.item_ids import parse_item_id
+from conformance.spec.item_ids import parse_item_id
 from conformance.store.reader import RunRecords, load_environment
 from conformance.store.writer import write_atomically
 

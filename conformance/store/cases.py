@@ -16,8 +16,8 @@ def saved_cases(source: Path) -> dict[tuple[str, str, str, str], list[Any]]:
     """The cases a run checked, per (module, test, dtype, mode), in the order it checked them.
 
     `source` is a run folder (its `examples/` table; a killed run's unfinished streams included)."""
-    from conformance.item_ids import variant_key
-    from conformance.recipes import Case, RecipeError
+    from conformance.spec.item_ids import variant_key
+    from conformance.spec.recipes import Case, RecipeError
 
     if not source.is_dir():
         raise SavedCasesError(f"no such run folder: {str(source)!r}")

@@ -1,0 +1,207 @@
+"""The virtual tensor: a CPU tensor that reports an accelerator device (`cuda:N`).
+
+Library code then takes its CUDA branches (`x.is_cuda`, `device.type == "cuda"`) while every
+aten op still runs the CPU kernel on the real values (conformance.devices.virtual.rules decides the
+device of each result).  Python bindings that would set a real C++ CUDA device guard before
+dispatch are overridden here so they go to dispatch directly.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+import torch
+
+from conformance.devices.placement import PlacementLog
+
+CPU = torch.device("cpu")
+
+
+class NotEmulatable(RuntimeError):
+    """The op needs something a virtual device cannot provide (a device-only kernel or API)."""
+
+
+class DeviceMixError(RuntimeError):
+    """Two devices met in one op: the error real CUDA raises, with the culprit named."""
+
+
+def private(owner: Any, name: str) -> Any:
+    """A private torch entry point, or a stand-in raising NotEmulatable when this torch lacks it.
+
+    Importing this package must never fail on another torch: the probe (conformance.devices.virtual.probe)
+    finds what is missing and turns virtual targets off, saying why."""
+    found = getattr(owner, name, None)
+    if found is not None:
+        return found
+
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise NotEmulatable(f"this torch ({torch.__version__}) has no {name}")
+
+    return missing
+
+
+class _State(threading.local):
+    current_index = 0  # what `torch.cuda.current_device()` answers on this thread
+    direct = 0  # > 0 while this package works on the cpu tensors inside virtual ones (no rules to apply)
+    logs: list[PlacementLog | None]
+
+    def __init__(self) -> None:
+        self.logs = []  # one per active virtual_cuda() entry
+
+
+state = _State()
+
+
+def current_log() -> PlacementLog | None:
+    return state.logs[-1] if state.logs else None
+
+
+def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
+    from conformance.devices.virtual.rules import dispatch  # the rules wrap their results in VirtualTensor
+
+    return dispatch(func, args, kwargs, None)
+
+
+class VirtualTensor(torch.Tensor):
+    """A CPU tensor that reports an accelerator device."""
+
+    _inner: torch.Tensor
+    __torch_function__ = private(torch._C, "_disabled_torch_function_impl")
+
+    @staticmethod
+    def __new__(cls, inner: torch.Tensor, device: torch.device) -> "VirtualTensor":
+        wrapper = private(torch.Tensor, "_make_wrapper_subclass")(
+            cls, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(),
+            dtype=inner.dtype, layout=inner.layout, device=device, requires_grad=False)
+        wrapper._inner = inner
+        return wrapper
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return _dispatch(func, args, kwargs or {})
+
+    # A traceable wrapper: Module.to() then swaps parameters in whole instead of `.data =`,
+    # which would keep the device but lose the inner tensor.
+    def __tensor_flatten__(self) -> tuple[list[str], torch.device]:
+        return ["_inner"], self.device
+
+    @staticmethod
+    def __tensor_unflatten__(inner: dict[str, torch.Tensor], device: torch.device, outer_size, outer_stride):
+        return VirtualTensor(inner["_inner"], device)
+
+    # Python indexing sets a device guard in C++ before dispatch; index the inner tensor instead (its aten ops
+    # skip the rules: they run on cpu tensors of this package's own).
+    def __getitem__(self, index: Any) -> torch.Tensor:
+        inner_index = _index_for(self, index)
+        state.direct += 1
+        try:
+            result = wrap(self._inner[inner_index], self.device)
+        finally:
+            state.direct -= 1
+        log = current_log()
+        if log is not None:
+            log.propagate(torch.ops.aten.index.Tensor, (self, index), {}, result)
+        return result
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        log = current_log()
+        copy = torch.ops.aten.copy_.default
+        if log is not None and isinstance(value, torch.Tensor) and value.device != self.device:
+            log.note(copy, (self, value), {}, device_of)  # a host value is copied over
+        inner_index, inner_value = _index_for(self, index), unwrap(value)
+        state.direct += 1
+        try:
+            self._inner[inner_index] = inner_value
+        finally:
+            state.direct -= 1
+        if log is not None:
+            log.propagate(copy, (self, value), {}, self)
+
+    # Bindings that set a C++ device guard before dispatch: on a machine with fewer real GPUs
+    # than the virtual index, that guard would fail, so these go to dispatch directly.
+    def contiguous(self, memory_format: torch.memory_format = torch.contiguous_format) -> torch.Tensor:
+        if self.is_contiguous(memory_format=memory_format):
+            return self
+        return torch.ops.aten.clone.default(self, memory_format=memory_format)
+
+    def copy_(self, src: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+        return torch.ops.aten.copy_.default(self, src, non_blocking)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        return torch.ops.aten._local_scalar_dense.default(self).__index__()
+
+    def tolist(self) -> Any:
+        log = current_log()
+        if log is not None:  # like CUDA: a copy to the host
+            log.note(torch.ops.aten._to_copy.default, (self,), {"device": CPU}, device_of)
+        return self._inner.tolist()
+
+    def numpy(self, *, force: bool = False) -> Any:
+        if not force:  # what CUDA tensors say
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        return self.cpu().numpy()
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        return f"{self._inner!r}"[:-1] + f", device='{self.device}' (virtual))"
+
+    def __format__(self, spec: str) -> str:
+        return format(self.item(), spec) if self.dim() == 0 else repr(self)
+
+
+def wrap(tensor: torch.Tensor, device: torch.device) -> VirtualTensor:
+    return VirtualTensor(tensor, device)
+
+
+def unwrap(value: Any) -> Any:
+    return value._inner if isinstance(value, VirtualTensor) else value
+
+
+def device_of(tensor: torch.Tensor) -> torch.device:
+    return tensor.device
+
+
+def _index_for(target: VirtualTensor, index: Any) -> Any:
+    """Index components on the inner tensor: CPU tensors allowed, other devices are an error."""
+    parts = index if isinstance(index, tuple) else (index,)
+    for part in parts:
+        if isinstance(part, torch.Tensor) and part.device.type != "cpu" and part.device != target.device:
+            raise DeviceMixError(f"indices should be either on cpu or on the same device as the indexed "
+                                 f"tensor ({target.device}), got {part.device}")
+    return tuple(unwrap(p) for p in parts) if isinstance(index, tuple) else unwrap(index)
+
+
+@functools.lru_cache(maxsize=None)
+def real_device_count() -> int:
+    """Real CUDA devices, asked once (before torch.cuda is ever patched)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def ensure_device_guard() -> None:
+    """Without a driver, C++ code that guards a cuda tensor's device would fail: make that
+    guard a no-op, as PyTorch's fake tensors do.  With real CUDA nothing changes."""
+    if real_device_count() == 0:
+        private(torch._C, "_ensureCUDADeviceGuardSet")()
+
+
+def host_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """The harness's own read of a tensor's values on the host: a virtual tensor's data is
+    already there (no op runs, nothing is logged); a real device's is copied."""
+    if isinstance(tensor, VirtualTensor):
+        return tensor._inner
+    return tensor.detach().cpu()
+
+
+def to_virtual(value: Any, device: torch.device) -> Any:
+    """A virtual copy of a host tensor (like `.to(device)`, which copies)."""
+    ensure_device_guard()
+    if isinstance(value, VirtualTensor):
+        return value if value.device == device else wrap(value._inner.clone(), device)
+    return wrap(value.detach().to("cpu").clone(), device)

@@ -1,0 +1,89 @@
+"""Where an item's cases come from, behind one interface; the only module that touches
+hypothesis internals.
+
+- drawn:    hypothesis draws them (and shrinks a failure);
+- planned:  another target's item of the same op, dtype and mode drew them earlier in this
+            worker, and this item checks the same cases in the same order (hypothesis costs
+            about as much per example as a small case's op and reference together);
+- saved:    an earlier run's cases (--cases-from) or a baseline's (--baseline), never drawn;
+- replayed: exactly one case (--replay).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+
+from conformance.spec.recipes import Case
+
+PlanKey = tuple[str, ...]
+
+
+def is_final_example() -> bool:
+    """True while hypothesis replays the minimal failing example for its report."""
+    try:
+        from hypothesis.control import current_build_context
+
+        return bool(getattr(current_build_context(), "is_final", False))
+    except Exception:  # noqa: BLE001 - outside a hypothesis context
+        return False
+
+
+class CaseSources:
+    """The cases of each variant (module, test, dtype, mode) for this worker's items."""
+
+    def __init__(self, *, replay: Case | None = None, saved_from: Path | None = None,
+                 saved: dict[PlanKey, list[Case]] | None = None) -> None:
+        self.replay = replay
+        self.saved_from = saved_from  # a run or baseline folder: only its cases, nothing drawn
+        self._plans: dict[PlanKey, list[Case]] = dict(saved or {})
+        self._strategies: dict[tuple[str, str, str], st.SearchStrategy[Case]] = {}
+
+    @property
+    def kind(self) -> str:
+        return "replayed" if self.replay is not None else "saved" if self.saved_from is not None else "drawn"
+
+    def strategy(self, spec: Any, dtype: str, mode: str) -> st.SearchStrategy[Case]:
+        """What the item's hypothesis test draws from (the one case under --replay); built once per op, dtype and
+        mode: hypothesis validates a strategy object the first time it draws from it, on every example for a
+        freshly built one."""
+        if self.replay is not None:
+            return st.just(self.replay)
+        key = (spec.name, dtype, mode)
+        found = self._strategies.get(key)
+        if found is None:
+            found = self._strategies[key] = spec.cases(dtype, mode)
+        return found
+
+    def planned(self, key: PlanKey) -> list[Case] | None:
+        """Cases to check in order instead of drawing: saved ones, or another target's draw."""
+        return None if self.replay is not None else self._plans.get(key)
+
+    def remember(self, key: PlanKey, drawn: list[Case]) -> None:
+        """An item's drawn cases (before any shrinking), for the same variant's next items."""
+        if self.replay is None and drawn:
+            self._plans[key] = drawn
+
+
+def from_config(cfg: Any) -> tuple[CaseSources, Any]:
+    """The run's case sources, and the baseline's recorded outputs under --baseline (else None).
+    A source that cannot be read is a usage error."""
+    from conformance.store.cases import SavedCasesError, saved_cases
+
+    if cfg.cases_from is not None:
+        try:
+            return CaseSources(saved_from=cfg.cases_from, saved=saved_cases(cfg.cases_from)), None
+        except SavedCasesError as exc:
+            raise pytest.UsageError(f"--cases-from: {exc}") from None
+    if cfg.baseline is not None:
+        from conformance.checks.baseline import BaselineOutputs
+        from conformance.store.outputs import OutputsError, outputs_folder, plans
+
+        try:
+            loaded = BaselineOutputs(outputs_folder(cfg.baseline))
+            return CaseSources(saved_from=cfg.baseline, saved=plans(loaded.index)), loaded
+        except OutputsError as exc:
+            raise pytest.UsageError(f"--baseline: {exc}") from None
+    return CaseSources(replay=cfg.replay), None

@@ -1,0 +1,174 @@
+"""pytest-xdist integration: which items share a worker, each worker's share of the cores,
+and surviving a worker that dies.
+
+Grouped by variant, one worker runs a case module's dtype/mode on every target (every op of the
+module: the implementations of one operation share their drawn cases), so hypothesis draws the
+cases once and the input, reference and cpu output are computed once; grouped by target, a
+worker keeps to one device (several real GPUs).  Groups are read from the test ids by the
+plugin's scheduler.  `-n N` alone means xdist's "load", which ignores groups, so "loadgroup"
+is used unless the user chose a mode.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.spec.item_ids import parse_item_id, worker_group
+
+ISA_ENV = "ATEN_CPU_CAPABILITY"
+
+
+def group_by(chosen: str, targets: list[Any]) -> str:
+    """'target' or 'variant' for --group-by (auto: per target with two or more real accelerators)."""
+    if chosen != "auto":
+        return chosen
+    real_accelerators = [t for t in targets if t.is_accelerator and not t.virtual]
+    return "target" if len(real_accelerators) >= 2 else "variant"
+
+
+def dist_chosen(config: pytest.Config) -> bool:
+    """Whether the user named a distribution mode (--dist, -d) anywhere pytest reads options."""
+    words = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(),
+             *config.getini("addopts")]
+    return any(w == "-d" or w.startswith("--dist") for w in map(str, words))
+
+
+def configure(config: pytest.Config, run_dir: Path, cfg: Any | None) -> None:
+    """On the xdist controller.  Always: hand the run folder to the workers and record items whose
+    worker died.  Only for a run that asked for conformance (`cfg` given): group items by variant
+    or target (loadgroup instead of -n's load) and share the cores' thread pools."""
+    if cfg is not None and getattr(config.option, "dist", "no") == "load" and not dist_chosen(config):
+        config.option.dist = "loadgroup"  # -n alone means "load", which ignores the groups
+    workers = getattr(config.option, "numprocesses", None)
+    hooks = XdistHooks(run_dir, cfg)
+    if cfg is not None and isinstance(workers, int) and workers > 1:
+        share_threads(workers)
+        hooks.start_isa_workers()
+    config.pluginmanager.register(hooks, "conformance-xdist")
+
+
+def share_torch_threads(workers: int) -> None:
+    """In a worker: its share of the cores for torch's intra-op pool."""
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, workers)))
+
+
+def share_threads(workers: int) -> None:
+    """Before the workers start (they inherit the environment): each gets its share of the cores
+    for numpy's BLAS and OpenMP too, not only torch's pool; N workers each running all-core
+    pools oversubscribe the machine.  Values the user set are kept."""
+    share = str(max(1, (os.cpu_count() or 1) // workers))
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, share)
+
+
+class XdistHooks:
+    """Hands the controller's run folder (and its shared ISA workers) to every worker; records items whose
+    worker died."""
+
+    def __init__(self, run_dir: Path, cfg: Any | None) -> None:
+        self.run_dir, self.cfg = run_dir, cfg
+        self.isa_workers: list[subprocess.Popen] = []
+        self.isa_paths: dict[str, str] = {}
+        self.isa_folder: str | None = None
+
+    def start_isa_workers(self) -> None:
+        """One worker per ISA level for every xdist worker to share (conformance.devices.isa_feed): a process's
+        start-up (torch and the libraries under test) is paid once per level, not once per xdist worker."""
+        levels = [t.level for t in self.cfg.targets if getattr(t, "level", None) is not None]
+        if not levels:
+            return
+        self.isa_folder = tempfile.mkdtemp(prefix="conformance-isa-")
+        for level in levels:
+            path = os.path.join(self.isa_folder, f"{level}.sock")
+            env = dict(os.environ, **{ISA_ENV: level})
+            env.pop("CONFORMANCE_TARGETS", None)
+            self.isa_workers.append(subprocess.Popen(
+                [sys.executable, "-m", "conformance.devices.isa_worker", "--listen", path], stdin=subprocess.PIPE, env=env))
+            self.isa_paths[level] = path
+
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput["conformance_run_dir"] = str(self.run_dir)
+        if self.isa_paths:
+            node.workerinput["conformance_isa"] = json.dumps(self.isa_paths)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The shared ISA workers end when their stdin closes."""
+        for process in self.isa_workers:
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+        for process in self.isa_workers:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        if self.isa_folder is not None:
+            shutil.rmtree(self.isa_folder, ignore_errors=True)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """On the controller: a worker that died mid-item (os.abort, a segfault) is recorded, with
+        the case it had started (so that case can be replayed)."""
+        text = str(report.longrepr) if report.failed else ""
+        if "crashed while running" not in text or parse_item_id(report.nodeid) is None:
+            return
+        from conformance.store.records import RecordWriter, last_case_started
+
+        writer = RecordWriter(self.run_dir, "main", lambda: {})
+        writer.crash(report.nodeid, text.strip().splitlines()[-1], last_case_started(self.run_dir, report.nodeid))
+        writer.close()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
+        if self.cfg is not None and config.getvalue("dist") == "loadgroup":
+            return _group_scheduling(self.cfg)(config, log)
+        return None
+
+
+def group_of(nodeid: str, targets: Any, by: str) -> str | None:
+    """The group of a conformance item, read from its test id; None for other tests."""
+    parsed = parse_item_id(nodeid)
+    if parsed is None or parsed.target not in targets:
+        return None
+    return parsed.target if by == "target" else "::".join(worker_group(nodeid, parsed.dtype, parsed.mode))
+
+
+def _group_scheduling(cfg: Any):
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ConformanceGroupScheduling(LoadGroupScheduling):
+        """xdist's loadgroup, with two changes.
+
+        Conformance items are grouped by their test ids, not by `xdist_group` marks: xdist passes
+        marks to the controller as a node-id suffix, which pytest 9.2 no longer lets it set (the
+        marks are silently ignored: pytest-xdist#1386); other tests keep xdist's grouping.  And an item whose worker died is not handed to
+        the replacement worker: xdist requeues the dead worker's whole group, crashed item
+        included, so an item that aborts the process would kill every worker in turn.
+        """
+
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid, cfg.target_names, cfg.group_by) or super()._split_scope(nodeid)
+
+        def remove_node(self, node):
+            workload = self.assigned_work.pop(node)
+            pending = [(scope, nodeid) for scope, unit in workload.items() for nodeid, done in unit.items() if not done]
+            if not pending:
+                return None  # a worker that finished
+            scope, crashed = pending[0]  # items run in order: the first unfinished one was running
+            workload[scope][crashed] = True  # done: the controller reports it as crashed
+            self.workqueue.update({s: unit for s, unit in workload.items() if not all(unit.values())})
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashed
+
+    return ConformanceGroupScheduling

@@ -1,0 +1,70 @@
+"""From one check's outcome to a verdict: pass, warning, known issue (in scope *and* within the entry's
+envelope), or a failure raised with a class of its own per check and cause.
+
+Hypothesis tells failures apart by exception class, so a case that fails for one cause and a case
+that fails for another are found, shrunk and reported separately instead of one hiding the other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.checks import CheckOutcome
+from conformance.spec.known_issues import KnownIssue
+
+
+class ConformanceFailure(AssertionError):
+    """An op diverged: which check, which metric, by how much, and how to rerun it."""
+
+    cause = ""
+
+
+_FAILURE_CLASSES: dict[tuple[str, str], type[ConformanceFailure]] = {}
+
+
+def failure_class(check: str, cause: str) -> type[ConformanceFailure]:
+    """One exception class per (check, cause), e.g. `InvariantsFailure` for "input mutated"."""
+    key = (check, cause)
+    if key not in _FAILURE_CLASSES:
+        name = "".join(part.title() for part in check.split("_")) + "Failure"
+        _FAILURE_CLASSES[key] = type(name, (ConformanceFailure,), {"__module__": __name__, "cause": cause,
+                                                                     "__doc__": f"{check} failed: {cause}"})
+    return _FAILURE_CLASSES[key]
+
+
+@dataclass
+class Judgement:
+    verdict: str  # "pass", "warning", "known_issue", "fail", "error"
+    issue: KnownIssue | None = None
+    outside: str = ""  # why an in-scope failure is not the known issue
+
+    @property
+    def unexpected(self) -> bool:
+        return self.verdict in ("fail", "error")
+
+
+def judge(outcome: CheckOutcome, issues: list[KnownIssue], features: dict[str, object]) -> Judgement:
+    if outcome.passed:
+        return Judgement("pass")
+    if outcome.warning:
+        return Judgement("warning")
+    outside = ""
+    for issue in issues:
+        if not issue.covers(outcome.check, outcome.message, features):
+            continue
+        broken = issue.outside(outcome.metrics, outcome.details)
+        if not broken:
+            return Judgement("known_issue", issue)
+        outside = outside or f"outside the envelope of known issue {issue.id}: {'; '.join(broken)} ({issue.link})"
+    return Judgement("error" if outcome.check == "error" else "fail", outside=outside)
+
+
+def failure_message(where: str, outcome: CheckOutcome, judged: Judgement, case_json: str, store: str,
+                    repro: str) -> str:
+    """Which check failed and why, by how much, under which tolerance, and the line that reruns it."""
+    lines = [f"{where}: {outcome.check} failed ({outcome.cause or 'failed'})", f"  {outcome.check}: {outcome.message}"]
+    if judged.outside:
+        lines.append(f"    {judged.outside}")
+    if outcome.tolerance is not None:
+        lines.append(f"    tolerance {outcome.tolerance.name!r}: {outcome.tolerance.reason}")
+    lines += [f"  case: {case_json}", f"  store: {store}", f"Rerun: {repro}"]
+    return "\n".join(lines)

@@ -1,0 +1,157 @@
+"""Readers of the plugin's options, each malformed value a one-line usage error.
+
+Light on purpose (no torch): the plugin imports this module in every pytest session.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+TARGETS_ENV = "CONFORMANCE_TARGETS"
+VIRTUAL_ENV = "CONFORMANCE_VIRTUAL_DEVICES"
+
+
+def load_replay(value: str | None):
+    """The --replay case (a recipes.Case) or None."""
+    from conformance.spec.recipes import Case, RecipeError
+
+    if value is None:
+        return None
+    text = value
+    if not value.lstrip().startswith("{"):
+        path = Path(value)
+        if not path.is_file():
+            raise pytest.UsageError(f"--replay: {value!r} is neither a JSON case nor an existing .json file")
+        text = path.read_text(encoding="utf-8")
+    try:
+        return Case.from_json(text)
+    except RecipeError as exc:
+        raise pytest.UsageError(f"--replay: {exc}") from None
+
+
+def case_timeout(config: pytest.Config) -> float:
+    """--case-timeout (or CONFORMANCE_CASE_TIMEOUT, default 60 s; 0: none)."""
+    value = config.getoption("case_timeout")
+    if value is None:
+        text = os.environ.get("CONFORMANCE_CASE_TIMEOUT", "60")
+        try:
+            value = float(text)
+        except ValueError:
+            raise pytest.UsageError(f"CONFORMANCE_CASE_TIMEOUT: expected seconds, got {text!r}") from None
+    if not value >= 0:
+        raise pytest.UsageError(f"--case-timeout must be 0 (none) or a positive number of seconds, got {value}")
+    return float(value)
+
+
+def virtual_count(config: pytest.Config) -> int | None:
+    text = config.getoption("virtual_devices") or os.environ.get(VIRTUAL_ENV)
+    if text is None or text == "":
+        return None
+    if not text.strip().isdigit() or not 0 <= int(text) <= 16:
+        raise pytest.UsageError(f"--virtual-devices: expected a whole number from 0 to 16, got {text!r}")
+    return int(text)
+
+
+def default_issue_files(config: pytest.Config) -> list[Path]:
+    """known_issues.toml files the collected case modules will use, found up front so a
+    broken one is a usage error before any test runs (folders: itself and one level down)."""
+    found: set[Path] = set()
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        folders = [path.parent] if path.is_file() else [path, *(p for p in path.glob("*/") if p.is_dir())]
+        found.update(f / "known_issues.toml" for f in folders if (f / "known_issues.toml").is_file())
+    return sorted(found)
+
+
+def run_dir(config: pytest.Config, validate: bool = True) -> Path:
+    """This run's folder (not created here): the controller's under xdist, else a new one in the
+    reports folder; an unusable reports folder is a usage error when `validate`."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "conformance_run_dir" in workerinput:
+        return Path(workerinput["conformance_run_dir"])
+    reports = Path(config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports")
+    problem = unwritable(reports) if validate else None  # said once, before any item runs (nothing created here)
+    if problem:
+        raise pytest.UsageError(f"--reports-dir: cannot write runs into {str(reports)!r}: {problem}")
+    return unique_run_dir(reports, config.getoption("run_name") or default_run_name())
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why runs cannot be written into `folder` (created later, with its parents), or None."""
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            return f"{existing} is a broken symlink"
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None
+
+
+def default_run_name() -> str:
+    import time
+
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+def unique_run_dir(reports_dir: Path, name: str) -> Path:
+    """A run folder that does not exist yet (nothing is created here)."""
+    from conformance.store.writer import safe_name
+
+    candidate, n = reports_dir / safe_name(name), 1
+    while candidate.exists():
+        n += 1
+        candidate = reports_dir / f"{safe_name(name)}-{n}"
+    return candidate
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The plugin's command-line options (pytest_addoption)."""
+    group = parser.getgroup("conformance", "cross-device conformance")
+    group.addoption("--conformance", action="store_true", default=False,
+                    help="set the conformance run up before collection (header, xdist grouping); automatic "
+                         "when conformance specs are collected or another conformance option is given")
+    group.addoption("--targets", default=None, metavar="LIST",
+                    help=f"where ops run: comma list (cpu,cuda:1), 'all' (default) or 'gpu'; env {TARGETS_ENV}")
+    group.addoption("--virtual-devices", default=None, metavar="N",
+                    help="how many virtual vcuda:N targets exist (0 turns them off; default 2 when no real "
+                         f"CUDA device is visible); env {VIRTUAL_ENV}")
+    group.addoption("--virtual-findings", choices=("fail", "warn"), default="fail",
+                    help="failures on virtual targets fail the gate (default) or are reported as warnings (xfail)")
+    group.addoption("--fail-on-warning", action="store_true", default=False,
+                    help="lesser findings (constant_upload, a baseline change inside tolerance) fail their items "
+                         "instead of being reported as warnings")
+    group.addoption("--group-by", choices=("auto", "target", "variant"), default="auto",
+                    help="how items are grouped for pytest-xdist (-n N; loadgroup is used unless --dist is given): "
+                         "'target' keeps each worker on one device, 'variant' runs an op/dtype/mode on every "
+                         "target in one worker so drawn cases, inputs and references are shared; auto: 'target' when "
+                         "two or more real accelerators are selected, else 'variant'")
+    group.addoption("--case-timeout", type=float, default=None, metavar="SECONDS",
+                    help="per-call time limit for ops; a call past it is an error outcome and the run goes on "
+                         "(default 60; 0 = none; env CONFORMANCE_CASE_TIMEOUT)")
+    group.addoption("--replay", default=None, metavar="CASE",
+                    help="run exactly one saved case: its JSON, or a path to a .json file")
+    group.addoption("--cases-from", default=None, metavar="RUN",
+                    help="check exactly the cases an earlier run checked (its run folder), on this run's targets, "
+                         "instead of drawing new ones; items it has no cases for are skipped")
+    group.addoption("--baseline", default=None, metavar="DIR",
+                    help="compare with a baseline made on another build (python -m conformance baseline): check "
+                         "exactly its cases, add a 'baseline' check per target (a change beyond tolerance fails, a "
+                         "bit-level change is a warning) and record this run's outputs for `compare`")
+    group.addoption("--record-outputs", default=None, metavar="DIR",
+                    help="record every checked output (digest and array) into DIR (what `baseline` does)")
+    group.addoption("--reports-dir", default=None, metavar="DIR",
+                    help="where runs are stored (default: <rootdir>/reports; env CONFORMANCE_REPORTS)")
+    group.addoption("--run-name", default=None, metavar="NAME", help="name of this run's folder (default: a timestamp)")
+    group.addoption("--max-examples", type=int, default=None, metavar="N",
+                    help="override the hypothesis profile's max_examples for this session (quick smoke runs)")
+    group.addoption("--tolerances", default=None, metavar="FILE",
+                    help="tolerance overrides (TOML [[tolerance]] tables, see conformance/spec/overrides.py), "
+                         "tried before each op's own rules")
+    group.addoption("--known-issues", action="append", default=[], metavar="FILE",
+                    help="known-issues TOML file(s); default: known_issues.toml beside each case module")

@@ -1,0 +1,265 @@
+"""How an op is declared: a spec, not a test program.
+
+A case module builds one `OpSpec` per op and exposes `spec.test()` as a
+module-level `test_<name>` function.  The plugin parametrizes it as
+`test_<name>[<target>-<dtype>-<mode>-<check>]`, one item per check so one failing
+check never hides another; hypothesis draws the rest (the image recipe and the op
+parameters) once per (op, dtype, mode), and every item checks the same cases.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance import versions
+
+from conformance.spec import overrides
+from conformance.spec.tolerances import Rule, Tolerance, pick_tolerance
+from conformance.spec.item_ids import ItemId, item_params_id, parse_item_id, variant_key  # noqa: F401 - re-exported
+from conformance.spec.recipes import Case, Recipe
+from conformance.spec.strategies import image_recipes
+
+OpFunction = Callable[[torch.Tensor, dict[str, Any]], Any]
+Reference = Callable[[np.ndarray, Case], np.ndarray]
+ParamStrategy = Callable[[Recipe, str], st.SearchStrategy[dict[str, Any]]]
+Sampled = dict[str, Any]
+SOURCES: dict[str, str] = {}  # op name -> the case module that defined its test (ISA workers import it)
+
+
+def _call_module(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any], sampled: Sampled | None):
+    return module(image) if sampled is None else module(image, params=sampled)
+
+
+UNMOVED_PROMISES = ("works", "device-error")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleOp:
+    """An op that is an nn.Module: built per case on the cpu, moved with `.to(target)`, then called.
+
+    build:   (params) -> a fresh module on the cpu.
+    forward: (module, image, params, sampled) -> output; default `module(image)`, or
+             `module(image, params=sampled)` for random augmentations.
+    sample:  for random augmentations, (module, host image, params) -> the random parameters;
+             drawn once per case on the cpu with a fixed seed and replayed on every target, so
+             outputs can be compared across devices (kornia modules accept `params=`).  The
+             spec's reference is then called as reference(input, case, sampled).  On accelerators the
+             module's own sampling also runs there (the `sampling` check).
+    bounds:  for random augmentations, (params) -> {name: (low, high)}: the documented range of
+             each sampled value, checked on every target's own sample (the values themselves differ
+             between devices' generators; shapes, dtypes and these ranges must not).
+    features: for random augmentations, (case, sampled) -> named facts about the sampled values, added to
+             the spec's case features for known-issue scoping (e.g. how close a sampled warp puts a sample
+             to a nearest-neighbour tie).
+    unmoved: what the module promises when left on the cpu and called with a device input (the
+             `unmoved` check): "works" (same result, on the input's device: what users of
+             parameter-free augmentations rely on) or "device-error" (it may instead raise an error
+             that names the device problem).  Anything else is a broken promise.
+    """
+
+    build: Callable[[dict[str, Any]], torch.nn.Module]
+    forward: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any], Sampled | None], Any] = _call_module
+    sample: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any]], Sampled] | None = None
+    bounds: Callable[[dict[str, Any]], dict[str, tuple[float, float]]] | None = None
+    features: Callable[[Case, Sampled], dict[str, Any]] | None = None
+    unmoved: str = "device-error"
+
+    def __post_init__(self) -> None:
+        if self.unmoved not in UNMOVED_PROMISES:
+            raise ValueError(f"ModuleOp(unmoved={self.unmoved!r}): promise one of {UNMOVED_PROMISES}")
+
+
+@dataclass(frozen=True)
+class ExpectedError:
+    """What an invalid input must raise (OpInfo's ErrorInput): the exception class or classes,
+    optionally a regular expression its message must match.  The harness's own timeout and a
+    device-mixing error never count as the expected error, whatever the classes."""
+
+    why: str
+    raises: type[BaseException] | tuple[type[BaseException], ...]
+    match: str | None = None
+
+    @property
+    def classes(self) -> tuple[type[BaseException], ...]:
+        return self.raises if isinstance(self.raises, tuple) else (self.raises,)
+
+    def describe(self) -> str:
+        names = " or ".join(c.__name__ for c in self.classes)
+        return names + (f" matching {self.match!r}" if self.match else "")
+
+    def problem(self, raised: type[BaseException], message: str) -> str | None:
+        """Why an exception does not meet this expectation, or None."""
+        if not issubclass(raised, self.classes):
+            return f"raised {raised.__name__}; expected {self.describe()}"
+        if self.match is not None and re.search(self.match, message) is None:
+            return f"raised {raised.__name__} with a message not matching {self.match!r}"
+        return None
+
+
+def _default_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
+    return image_recipes(dtype=dtype)
+
+
+@st.composite
+def _cases(draw: st.DrawFn, spec: "OpSpec", recipes: st.SearchStrategy[Recipe], mode: str) -> Case:
+    recipe = draw(recipes)
+    return Case(spec.name, recipe, draw(spec.params(recipe, mode)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpSpec:
+    """Everything the harness needs to test one op.
+
+    name:        op id used in test names, records and known issues.
+    call:        runs the implementation under test: (input tensor, params) -> output.
+    module:      instead of `call`, for nn.Module ops (placement of the module's tensors is checked).
+    reference:   independent float64 host implementation: (float64 input, case) -> ideal output.
+                 For uint8 outputs the harness rounds and saturates it (the documented meaning).
+    dtypes/modes: the parametrized axes; a mode names a parameter regime (e.g. "bicubic-antialias").
+    params:      hypothesis strategy of op parameters for a recipe and mode.
+    tolerances:  ordered `Rule`s; the first match for (check, dtype, mode, target) applies.
+    recipes:     strategy of input recipes for a dtype (default: `image_recipes`).
+    variants:    explicit (dtype, mode) pairs when not every combination makes sense.
+    features:    extra named facts about a case (e.g. output size) for known-issue scoping.
+    host_transfers: why the op copies image data between host and device by design (e.g. to a
+                 PIL image); when empty, such a copy inside the call fails the placement check.
+    needs_real_device: why the op cannot run on a virtual device (e.g. an nvjpeg-only kernel);
+                 its virtual-target items are skipped as "not emulatable".
+    mode_recipes: (dtype, mode) -> recipes, instead of `recipes`, when a mode fixes part of the
+                 input (e.g. PIL mode "LA" needs 2 channels).
+    error_modes: mode -> ExpectedError: in these modes the inputs are invalid on purpose; the op must
+                 raise the named class (and match), on every target the class the cpu raises.
+    output_dtype: case -> dtype name of the output, when it differs from the input's.
+    read_output: turns a non-tensor output (e.g. a PIL image) into a (..., C, H, W) tensor.
+    host_output: why the output lives on the host whatever the target (e.g. a PIL image);
+                 then the output is expected on the cpu and image-sized copies are allowed.
+    fidelity:    for lossy ops, (margin in dB, reason): the output's PSNR against the input may be at
+                 most this much below the reference's, both capped at 40 dB (a "fidelity" check).
+    keeps_memory_format: False when the library does not promise to keep channels-last/contiguous
+                 layouts (kornia returns contiguous outputs); the invariants check then skips it.
+    requires:    package -> version specifier (e.g. {"kornia": ">=0.7.2"}); items are skipped,
+                 naming the installed version, when it does not match.
+    needs:       dotted names the op uses (e.g. "kornia.augmentation.RandomJPEG"); items are
+                 skipped, naming the installed version, when one is missing.
+    precondition: () -> why the op cannot run here, or None; asked once, for what `requires` and
+                 `needs` cannot see (e.g. a library's compiled extension that does not load with this
+                 torch); items are skipped with the reason.
+    timing:      (recipe, mode) -> fixed parameters for timing the op on an input like the recipe (a
+                 data-loading size: see conformance.engine.timing), or None where the mode does not apply;
+                 ops without it are not timed; `timing_batched=False` for ops that take one
+                 (C, H, W) image (the batch-1 shapes are timed without the batch dimension).
+    narrowed:    why the drawn inputs are narrower than usual for the imported library version
+                 (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
+    host_only:   why the op runs on the host only (Pillow, OpenCV): items on the `cpu` target only.
+    member:      set by `conformance.spec.operations.Operation` for one library's implementation of an
+                 operation (shared cases, documented defaults, the cross-library measurement).
+    """
+
+    name: str
+    call: OpFunction | None = None
+    module: ModuleOp | None = None
+    reference: Reference
+    dtypes: Sequence[str]
+    modes: Sequence[str]
+    params: ParamStrategy
+    tolerances: Sequence[Rule]
+    recipes: Callable[[str], st.SearchStrategy[Recipe]] = _default_recipes
+    description: str = ""
+    variants: Sequence[tuple[str, str]] = field(default=())
+    features: Callable[[Case], dict[str, Any]] | None = None
+    host_transfers: str = ""
+    needs_real_device: str = ""
+    mode_recipes: Callable[[str, str], st.SearchStrategy[Recipe]] | None = None
+    error_modes: Mapping[str, ExpectedError] = field(default_factory=dict)
+    output_dtype: Callable[[Case], str] | None = None
+    read_output: Callable[[Any], torch.Tensor] | None = None
+    host_output: str = ""
+    keeps_memory_format: bool = True
+    fidelity: tuple[float, str] | None = None
+    requires: Mapping[str, str] = field(default_factory=dict)
+    needs: Sequence[str] = ()
+    precondition: Callable[[], str | None] | None = None
+    narrowed: str = ""
+    timing: Callable[[Recipe, str], dict[str, Any] | None] | None = None
+    timing_batched: bool = True  # False: one (C, H, W) image per call (batch-1 shapes lose the batch dim)
+    host_only: str = ""
+    member: Any = None  # operations.Membership: the operation this spec implements, for a library
+
+    def runs_on(self, target: Any) -> bool:
+        """Whether this op has items on the target (a host library's only on the cpu itself)."""
+        return not self.host_only or target.name == "cpu"
+
+    def unmet_requirement(self) -> str | None:
+        """Why this op cannot be tested with the imported packages (naming their versions), or None."""
+        return (versions.unmet(self.name, self.requires) or versions.missing(self.name, tuple(self.needs))
+                or (self.precondition() if self.precondition is not None else None))
+
+    def output_dtype_of(self, case: Case) -> str:
+        return self.output_dtype(case) if self.output_dtype is not None else case.recipe.dtype
+
+    def recipes_for(self, dtype: str, mode: str) -> st.SearchStrategy[Recipe]:
+        return self.mode_recipes(dtype, mode) if self.mode_recipes is not None else self.recipes(dtype)
+
+    def case_features(self, case: Case, sampled: Sampled | None = None) -> dict[str, Any]:
+        """Named facts about a case that known issues can scope to (`where = {...}`), with a random module's
+        facts about the parameters sampled for the case."""
+        recipe = case.recipe
+        found: dict[str, Any] = {
+            "height": recipe.height, "width": recipe.width, "channels": recipe.channels,
+            "batch_dims": len(recipe.batch), "layout": recipe.layout, "content": recipe.content,
+        }
+        found.update({k: v for k, v in case.params.items() if isinstance(v, (str, int, float, bool))})
+        if self.features is not None:
+            found.update(self.features(case))
+        if sampled is not None and self.module is not None and self.module.features is not None:
+            found.update(self.module.features(case, sampled))
+        return found
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"op name {self.name!r} must be a Python identifier (it names the test)")
+        if (self.call is None) == (self.module is None):
+            raise ValueError(f"op {self.name!r}: give exactly one of call= (a function) or module= (a ModuleOp)")
+        for mode, expected in self.error_modes.items():
+            if not isinstance(expected, ExpectedError):
+                raise ValueError(f"op {self.name!r}, error mode {mode!r}: give an ExpectedError naming the exception "
+                                 f"class the invalid input must raise, not {expected!r}")
+
+    def variant_pairs(self) -> list[tuple[str, str]]:
+        """(dtype, mode) pairs to parametrize; `variants` restricts the full product."""
+        return list(self.variants) or [(d, m) for d in self.dtypes for m in self.modes]
+
+    def cases(self, dtype: str, mode: str) -> st.SearchStrategy[Case]:
+        return _cases(self, self.recipes_for(dtype, mode), mode)
+
+    def tolerance(self, check: str, dtype: str, mode: str, target: str,
+                  user_rules: Sequence[overrides.Override] = ()) -> Tolerance:
+        """The user's override (--tolerances) if one matches, else the first of this op's rules."""
+        chosen = overrides.pick(user_rules, self.name, check, dtype, mode, target)
+        return chosen or pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)
+
+    def test(self, source: str | None = None) -> Callable[..., None]:
+        """The pytest test function for this op (assign it to `test_<name>`); one item per target,
+        dtype, mode and check.  `source`: the case module's file (default: the caller's)."""
+        spec = self
+
+        def conformance_test(target: str, dtype: str, mode: str, check: str, conformance_run, data) -> None:
+            case = data.draw(conformance_run.case_strategy(spec, dtype, mode), label="case")
+            conformance_run.check(spec, case)
+
+        conformance_test.__name__ = conformance_test.__qualname__ = f"test_{self.name}"
+        conformance_test.__doc__ = self.description or f"Conformance of {self.name} on every selected target."
+        test = given(data=st.data())(conformance_test)
+        test.conformance_spec = self  # type: ignore[attr-defined]
+        source = source or sys._getframe(1).f_globals.get("__file__")  # the case module, for worker processes
+        if source:
+            SOURCES[self.name] = source
+        return test

@@ -1,0 +1,163 @@
+"""The records a run writes, one builder per kind, so their fields are defined in one place.
+
+Journal kinds (one JSON object per line in outcomes/<worker>.jsonl; docs/results.md):
+- item:     an item started: its fields, the known-issue entries it loaded and those that apply to it;
+- item_end: the item finished: its tally (counts per verdict, the worst example, known issues seen,
+            warnings, ...), known issues that did not reproduce in too few cases to call them fixed;
+            an item started and not ended was interrupted;
+- outcome:  an item-level verdict (skip, stale known issue, too often), a resource outcome
+            (the case's input could not be allocated), or a crash (the worker died in the item);
+- operation: an operation and its implementations (libraries, documented defaults), once per worker;
+- worst:    an operation implementation's reference item: its worst case against the reference or
+            against another library, with the arrays (a window) for the cross-library page.
+Each counted example of an item is a row of the examples table (conformance.store.examples); the case a
+process is about to run is in outcomes/<worker>.running (the one that killed it, if it dies).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import Any, Callable
+
+from conformance.spec.item_ids import parse_item_id
+from conformance.store.aggregate import COUNTED_PHASES, Tally
+from conformance.store.examples import peer_rows
+from conformance.store.writer import Store, json_safe
+
+
+class RecordWriter:
+    """Writes this worker's records; the store (and its run folder) is created on first use."""
+
+    def __init__(self, run_dir: Path, worker: str, environment: Callable[[], dict[str, Any]]) -> None:
+        self.run_dir, self.worker = run_dir, worker
+        self._environment = environment
+        self._store: Store | None = None
+        self.tally: Tally | None = None  # the running item's
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.run_dir, self.worker, self._environment())
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def base(self, test: str, op: str, target: Any, dtype: str, mode: str) -> dict[str, Any]:
+        return {"test": test, "op": op, "target": target.name, "virtual": target.virtual, "dtype": dtype,
+                "mode": mode, "worker": self.worker, "pid": os.getpid()}
+
+    def item_started(self, base: dict[str, Any], nodeid: str, check: str, loaded: dict[str, Any],
+                     applied: list[str]) -> None:
+        self.tally = Tally()
+        self.store.examples.begin_item(base | {"nodeid": nodeid, "check": check})
+        self.store.append(base | {"kind": "item", "nodeid": nodeid, "check": check, "known_issues_loaded": loaded,
+                                  "known_issues_applied": applied}, flush=True)
+
+    def example(self, phase: str, example: int, case_json: str, verdict: str, outcome: Any, message: str,
+                known_issue: str | None, repro: str | None, artifact: str | None) -> None:
+        """One checked example of the running item (a `CheckOutcome` judged `verdict`): a row of the examples
+        table and its tally (counted phases only: the minimal failure of a shrink is the `final` one)."""
+        if phase not in COUNTED_PHASES:
+            if self.tally is not None:
+                self.tally.shrunk += 1
+            return
+        metrics, tolerance = outcome.metrics, outcome.tolerance
+        details = outcome.details if isinstance(outcome.details, dict) else {}
+        peers = details.get("peers")
+        passed = verdict == "pass"
+        cause = None if passed else outcome.cause or None
+        detail = None
+        if not passed:
+            detail = json.dumps(json_safe({
+                "message": message, "traceback": outcome.traceback, "repro": repro, "artifact": artifact,
+                "details": {k: v for k, v in details.items() if k != "peers"} or None,
+                "tolerance": tolerance.to_dict() if tolerance is not None else None,
+                "metrics": None if metrics is None else {
+                    "worst_index": list(metrics.worst_index) if metrics.worst_index is not None else None,
+                    "worst_actual": metrics.worst_actual, "worst_expected": metrics.worst_expected,
+                    "mismatches": metrics.mismatches, "elements": metrics.elements}}), sort_keys=True)
+        max_abs = metrics.max_abs if metrics is not None else None
+        mismatch = metrics.mismatch_fraction if metrics is not None else None
+        name = tolerance.name if tolerance is not None else None
+        atol = tolerance.atol if tolerance is not None else None
+        self.store.examples.add((
+            phase, example, case_json, verdict, outcome.against or None, cause, max_abs,
+            metrics.mae if metrics is not None else None, mismatch, metrics.psnr if metrics is not None else None,
+            name, atol, known_issue, outcome.diverges, outcome.behaviour, peer_rows(peers), detail))
+        if self.tally is not None:
+            self.tally.add_example(verdict, max_abs, mismatch, name, atol,
+                                   tolerance.max_mismatch_fraction if tolerance is not None else None, known_issue,
+                                   outcome.behaviour, outcome.diverges, cause, message, peers)
+
+    def item_ended(self, base: dict[str, Any] | None, nodeid: str, check: str, *, interrupted: bool = False,
+                   issue_scope: dict[str, tuple[int, int]] | None = None, notes: list[dict[str, Any]] = ()) -> None:
+        """The item finished (whatever its verdict): its tally; an item started and not ended was interrupted."""
+        tally, self.tally = self.tally, None
+        record: dict[str, Any] = {"kind": "item_end", "nodeid": nodeid, "worker": self.worker, "check": check}
+        if base is not None and tally is not None:
+            for issue, (in_scope, explained) in (issue_scope or {}).items():
+                tally.count_issue(issue, in_scope, explained)
+            record.update(base, tally=tally.to_dict())
+        if interrupted:
+            record["interrupted"] = True
+        if notes:
+            record["notes"] = list(notes)
+        self.store.append(record)
+        self.store.item_ended()
+
+    def case_started(self, nodeid: str, case_json: str) -> None:
+        """Before the op runs: if the process dies, the controller names this case in the crash record."""
+        self.store.running(nodeid, case_json)
+
+    def operation(self, description: dict[str, Any]) -> None:
+        """An operation and its implementations (libraries, documented defaults), once per worker."""
+        self.store.append({"kind": "operation", "worker": self.worker, "operation": description})
+
+    def worst(self, base: dict[str, Any], nodeid: str, check: str, against: str, value: float, case_json: str,
+              artifact: str, extra: dict[str, Any]) -> None:
+        """An item's worst case against the reference or one other library (the cross-library page)."""
+        self.store.append(base | extra | {"kind": "worst", "nodeid": nodeid, "check": check, "against": against,
+                                          "max_abs": value, "artifact": artifact}, encoded={"case": case_json})
+
+    def item_verdict(self, base: dict[str, Any], nodeid: str, check: str, verdict: str, message: str) -> None:
+        self.store.append(base | {"kind": "outcome", "nodeid": nodeid, "check": check, "verdict": verdict,
+                                  "phase": "item", "message": message}, flush=True)
+
+    def resource(self, base: dict[str, Any], nodeid: str, check: str, example: int, case: dict[str, Any],
+                 message: str) -> None:
+        self.store.append(base | {"kind": "outcome", "nodeid": nodeid, "check": check, "verdict": "resource",
+                                  "phase": "explore", "example": example, "case": case, "message": message})
+
+    def crash(self, nodeid: str, message: str, case_json: str | None = None) -> None:
+        """An item whose worker process died: its test id tells the op, target, dtype, mode and check;
+        the case it was checking (if recorded) makes it replayable."""
+        parsed = parse_item_id(nodeid)
+        test = parsed.test if parsed else nodeid.rpartition("::")[2]
+        target, dtype, mode, check = parsed[2:] if parsed else ("?", "?", "?", "?")
+        record = {
+            "kind": "outcome", "nodeid": nodeid, "test": test, "op": test.removeprefix("test_"), "target": target,
+            "virtual": target.startswith("vcuda"), "dtype": dtype, "mode": mode, "worker": self.worker,
+            "pid": os.getpid(), "check": check, "verdict": "error", "phase": "item", "crash": True,
+            "message": f"the worker process died while running this item: {message}"}
+        if case_json is not None:
+            record["case_json"] = case_json
+            record["repro"] = f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case_json)}"
+            record["message"] += f"\nthe case it was checking: {case_json}\nRerun: {record['repro']}"
+        self.store.append(record, flush=True)
+
+
+def last_case_started(run_dir: Path, nodeid: str) -> str | None:
+    """The case a (dead) worker was running for this item: its `outcomes/<worker>.running` file."""
+    folder = run_dir / "outcomes"
+    for path in sorted(folder.glob("*.running")) if folder.is_dir() else []:
+        try:
+            head, _, rest = path.read_text(encoding="utf-8", errors="replace").partition("\n")
+            if json.loads(head).get("nodeid") == nodeid:
+                return rest.strip() or None
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
