@@ -16,7 +16,6 @@ and different seeds sweep different cases).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import sys
@@ -28,18 +27,13 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from conformance.checks import SharedCases, applicable
+from conformance.checks.registry import applicable, value_checks
+from conformance.engine.cases import CaseCache
 from conformance.engine.judgement import judge
 from conformance.spec.known_issues import KnownIssue, load
 from conformance.spec.opspec import OpSpec
 from conformance.devices.targets import discover, select
-
-
-def load_specs(path: Path) -> list[OpSpec]:
-    module_spec = importlib.util.spec_from_file_location(f"calibrate_{path.stem}", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return [value.conformance_spec for value in vars(module).values() if hasattr(value, "conformance_spec")]
+from conformance.spec.loading import load_specs
 
 
 class Cell:
@@ -108,7 +102,7 @@ class Cell:
 def sweep(spec: OpSpec, dtype: str, mode: str, targets, issues: list[KnownIssue], examples: int,
           seed_value: int) -> dict[str, Cell]:
     cells: dict[str, Cell] = defaultdict(Cell)
-    shared = SharedCases(max_bytes=64 * 2**20)
+    shared = CaseCache(max_bytes=64 * 2**20)
     targets = [target for target in targets if spec.runs_on(target)]  # a host library: the cpu only
     checks = {target.name: [c.name for c in applicable(spec, target, mode)] for target in targets}
     scoped = {(target.name, check): [i for i in issues if i.applies_to(spec.name, target.name, dtype, mode, check)]
@@ -125,7 +119,7 @@ def sweep(spec: OpSpec, dtype: str, mode: str, targets, issues: list[KnownIssue]
             if ctx.run.not_emulatable or ctx.run.resource:
                 continue
             for check in checks[target.name]:
-                outcome = ctx.outcome(check)
+                outcome = shared.outcome(ctx, check)
                 if outcome is not None:
                     cells[f"{target.name}/{check}"].add(outcome, scoped[(target.name, check)], features, case.json)
 
@@ -173,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for module in args.case_modules:
         issues_file = module.parent / "known_issues.toml"
-        issues = load(issues_file) if issues_file.exists() else []
-        for spec in load_specs(module):
+        issues = load(issues_file, value_checks=value_checks()) if issues_file.exists() else []
+        for spec in load_specs([module]):
             if spec.unmet_requirement():
                 print(f"skipped {spec.name}: {spec.unmet_requirement()}", flush=True)
                 continue

@@ -132,11 +132,11 @@ def isa_worker(modules: list[str]) -> None:
     import torch
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from calibrate import load_specs
+    from conformance.spec.loading import load_specs
 
     from conformance.spec.recipes import Case, materialize
 
-    specs = {spec.name: spec for module in modules for spec in load_specs(ROOT / module)}
+    specs = {spec.name: spec for module in modules for spec in load_specs([ROOT / module])}
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     while True:
@@ -212,7 +212,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     import torch
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from calibrate import load_specs
+    from conformance.spec.loading import load_specs
 
     from conformance.devices.calls import sample_params
     from conformance.spec.recipes import Case, apply_layout, materialize, to_float64
@@ -262,7 +262,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         bound = tolerance.atol + tolerance.rtol * np.abs(expected)
         np.count_nonzero(np.abs(actual - expected) > bound)
 
-    specs = {spec.name: spec for module in modules for spec in load_specs(ROOT / module)}
+    specs = {spec.name: spec for module in modules for spec in load_specs([ROOT / module])}
     targets = {t.name: t for t in discover()}
     work = json.loads(work_file.read_text())
     cases = [Case.from_json(json.dumps(entry["case"])) for entry in work]

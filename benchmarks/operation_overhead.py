@@ -19,8 +19,9 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, seed, settings
 
-from conformance.builds import load_specs
-from conformance.checks import SharedCases, applicable, check_case
+from conformance.spec.loading import load_specs
+from conformance.checks.registry import applicable
+from conformance.engine.cases import CaseCache, check_case
 from conformance.devices.targets import discover, select
 from conformance.engine.worst import WorstCases
 
@@ -40,7 +41,7 @@ def draw_cases(spec, dtype: str, mode: str, count: int) -> list:
     return found
 
 
-def run_all(spec, cases, targets, mode: str, shared: SharedCases) -> float:
+def run_all(spec, cases, targets, mode: str, shared: CaseCache) -> float:
     """Seconds to run the op and every check on every case and target (nothing cached for this spec)."""
     start = time.perf_counter()
     for case in cases:
@@ -50,7 +51,7 @@ def run_all(spec, cases, targets, mode: str, shared: SharedCases) -> float:
     return time.perf_counter() - start
 
 
-def checks_only(spec, cases, targets, mode: str, shared: SharedCases) -> float:
+def checks_only(spec, cases, targets, mode: str, shared: CaseCache) -> float:
     """Seconds for every check (and the worst-case keeping) of every case and target, the op's runs and
     the peers' outputs cached as in a suite run: what the declaration changes."""
     start = time.perf_counter()
@@ -61,10 +62,10 @@ def checks_only(spec, cases, targets, mode: str, shared: SharedCases) -> float:
             if not spec.runs_on(target):
                 continue
             context = shared.context(spec, case, target, mode)
-            context._outcomes.clear()
-            context.__dict__.pop("peers", None)
+            context.outcomes.clear()
+            context.peers_measured = False
             for check in applicable(spec, target, mode):
-                outcome = context.outcome(check.name)
+                outcome = shared.outcome(context, check.name)
                 if outcome is not None:
                     worst.observe(context, outcome)
     return time.perf_counter() - start
@@ -85,7 +86,7 @@ def main() -> None:
     alone = dataclasses.replace(member, member=None, name=f"{member.name}_alone")
     targets = select(args.targets, discover())
     cases = draw_cases(member, args.dtype, args.mode, args.cases)
-    shared = SharedCases(max_bytes=2**31)
+    shared = CaseCache(max_bytes=2**31)
     peers = [p for p in member.member.earlier() if (args.dtype, args.mode) in p.variant_pairs()]
     for peer in peers:  # as in a suite run: the earlier implementations ran first
         run_all(peer, cases, targets, args.mode, shared)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conformance.engine import timing  # noqa: E402
+from conformance.store import timings as timing  # noqa: E402
 
 OPS = "normalize_v2,normalize_v2_module,normalize_v1,normalize_kornia,to_dtype_v2,resize"
 SHAPES = "1x3x16x16,1x3x224x224,1x3x1080x1920"

@@ -19,10 +19,10 @@ from pathlib import Path
 from hypothesis import Phase, given, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
-from calibrate import load_specs  # noqa: E402
+from conformance.spec.loading import load_specs  # noqa: E402
 
 from conformance.devices.calls import run_op  # noqa: E402
-from conformance.checks import SharedCases, check_case  # noqa: E402
+from conformance.engine.cases import CaseCache, check_case  # noqa: E402
 from conformance.spec.recipes import materialize  # noqa: E402
 from conformance.devices.targets import CPU, virtual_targets  # noqa: E402
 
@@ -50,14 +50,14 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=40, help="cases per (dtype, mode) variant")
     args = parser.parse_args()
     vcuda = virtual_targets(2)[1]
-    specs = load_specs(Path(__file__).parents[1] / "cases" / "test_resize.py")
+    specs = load_specs([Path(__file__).parents[1] / "cases" / "test_resize.py"])
     work = [(spec, mode, case) for spec in specs for dtype, mode in spec.variant_pairs()
             for case in draw_cases(spec, dtype, mode, args.n)]
     inputs = {id(case): (materialize(case.recipe), materialize(case.recipe, put=vcuda.put)) for _, _, case in work}
 
     call = {target.name: timed(lambda t=target: [run_op(s, inputs[id(c)][t.virtual], c, t) for s, _, c in work])
             for target in (CPU, vcuda)}
-    shared = SharedCases()
+    shared = CaseCache()
     checks = {target.name: timed(lambda t=target: [check_case(s, c, t, shared, m) for s, m, c in work])
               for target in (CPU, vcuda)}  # cpu first: vcuda reuses its cached baseline, as in a session
     print(f"{len(work)} resize cases ({args.n} per variant)")

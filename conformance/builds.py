@@ -8,39 +8,29 @@ A baseline folder (safe to commit or upload: JSON and npz arrays, nothing pickle
 """
 from __future__ import annotations
 
-import importlib.util
+import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from conformance.devices.isa import ENV
+from conformance.devices.targets import CPU, IsaTarget, discover
+from conformance.engine.timing import measure_all
+from conformance.launch import pytest_command, run_pytest
+from conformance.report.build import build_report
+from conformance.spec.loading import load_specs
 from conformance.store import drift
-
-from conformance.engine import timing
+from conformance.store import timings as timing
 from conformance.store.outputs import OutputsError, outputs_folder, read_index
 
 FORMAT = "conformance-baseline/1"
 SHOWN = 40  # changes listed on the terminal per severity (all are in --json)
-
-
-def load_specs(case_paths: list[Path]) -> list[Any]:
-    """The OpSpecs of the case modules under these paths (files or folders of test_*.py)."""
-    files = [f for p in case_paths for f in ([p] if p.is_file() else sorted(p.glob("test_*.py")))]
-    specs = []
-    for path in files:
-        folder = str(path.parent.resolve())
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-        module_spec = importlib.util.spec_from_file_location(f"conformance_cases_{path.stem}", path)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        specs.extend(obj.conformance_spec for name, obj in sorted(vars(module).items())
-                     if name.startswith("test_") and hasattr(obj, "conformance_spec"))
-    return specs
 
 
 CORE_VALUE_OPTIONS = ("-k", "-m", "-p", "-o", "-n", "-W", "-c", "--junitxml", "--rootdir", "--basetemp", "--dist",
@@ -68,8 +58,6 @@ def make_baseline(out: Path, pytest_args: list[str], *, timings: bool, shapes: l
         print(f"conformance baseline: {out} exists and is not empty (a baseline is never overwritten)",
               file=sys.stderr)
         return 4
-    from conformance.cli import pytest_command, run_pytest
-
     pytest_args = pytest_command(pytest_args)
     cases = case_paths(pytest_args)
     if not cases:
@@ -104,8 +92,6 @@ def make_baseline(out: Path, pytest_args: list[str], *, timings: bool, shapes: l
     rc = measure_timings(out / "timings.json", [Path(c.split("::")[0]) for c in cases], shapes=shapes, ops=ops,
                          rounds=rounds, environment=environment)
     if rc == 0 and run_dirs:  # the run's report shows the timings as charts
-        from conformance.report import build_report
-
         shutil.copyfile(out / "timings.json", run_dirs[-1] / "timings.json")
         print(f"report: {build_report(run_dirs[-1])}")
     return rc
@@ -115,13 +101,6 @@ def measure_timings(path: Path, case_paths: list[Path], *, shapes: list[str], op
                     environment: dict[str, Any], slow: str | None = None, as_target: str | None = None, isa: bool = True) -> int:
     """Time every op on this process's targets; each cpu ISA level in a child process with it set.
     `as_target`: this process is such a child: time the cpu only, under that name."""
-    import dataclasses
-    import os
-    import tempfile
-
-    from conformance.devices.isa import ENV
-    from conformance.devices.targets import CPU, IsaTarget, discover
-
     specs = [s for s in load_specs(case_paths) if ops is None or s.name in ops]
     if ops is not None and not specs:
         print(f"conformance timing: no op named {', '.join(ops)} in {', '.join(map(str, case_paths))}",
@@ -132,7 +111,7 @@ def measure_timings(path: Path, case_paths: list[Path], *, shapes: list[str], op
     targets = [CPU] if as_target else discover(0, isa=isa)
     here = [t for t in targets if not isinstance(t, IsaTarget)]
     print(f"timing {len(specs)} ops on {as_target or ', '.join(t.name for t in targets)}, shapes {', '.join(shapes)}:")
-    found = timing.measure_all(specs, here, shapes, progress=print, rounds=rounds)
+    found = measure_all(specs, here, shapes, progress=print, rounds=rounds)
     if as_target:
         found = [dataclasses.replace(t, target=as_target) for t in found]
     for isa_target in [t for t in targets if isinstance(t, IsaTarget)]:
@@ -153,8 +132,6 @@ def measure_timings(path: Path, case_paths: list[Path], *, shapes: list[str], op
 
 def planted_slowdown(spec: Any) -> Any:
     """The op, called twice per call: a 2x slowdown for the timing gate's benchmark."""
-    import dataclasses
-
     if spec.call is not None:
         return dataclasses.replace(spec, call=lambda image, params: (spec.call(image, params), spec.call(image, params))[1])
     forward = spec.module.forward

@@ -12,110 +12,20 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
+from conformance import launch
+from conformance.report.build import build_report
+from conformance.report.merge import MergeError, merge_runs
 from conformance.report.table import format_table
-
 from conformance.store.aggregate import write_summary
-
 from conformance.store.examples import StoreError
-
+from conformance.store.prune import PruneError, prune
 from conformance.store.reader import was_complete
+from conformance.store.timings import DEFAULT_THRESHOLD, SHAPES
 
 USAGE_ERROR = 4  # pytest's exit code for usage errors, so scripts can treat both alike
-
-
-HYPOTHESIS_VALUE_OPTIONS = ("--hypothesis-profile", "--hypothesis-seed", "--hypothesis-verbosity")
-
-
-def _plugin_value_options() -> set[str]:
-    """The plugin's options that take a value (read from its own `pytest_addoption`)."""
-    from _pytest.config.argparsing import Parser
-
-    from conformance import plugin
-
-    parser = Parser()
-    plugin.pytest_addoption(parser)
-    return {name for option in parser.getgroup("conformance").options
-            if option.attrs().get("action", "store") in ("store", "append") for name in option.names()}
-
-
-WORKERS_ENV = "CONFORMANCE_WORKERS_CHOSEN"  # how many xdist workers `run` chose (for the run's header)
-# Options after which one process is what the user needs: a debugger, unbuffered output, one case,
-# collection only; and those by which the user chose the process count or turned xdist off.
-SERIAL_OPTIONS = ("--pdb", "--trace", "-s", "--capture=no", "--replay", "--co", "--collect-only", "--setup-plan")
-CHOSEN_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "no:xdist")
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def workers_for(args: list[str]) -> int:
-    """How many pytest-xdist workers `run` starts: one per core, unless the arguments chose (-n, --dist,
-    -p no:xdist), ask for one process (--pdb, -s, --replay, --co) or xdist is not installed."""
-    words = [*args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
-    if any(w in CHOSEN_OPTIONS or w.startswith(("-n", "--numprocesses=", "--dist=", "-pno:xdist")) or w in
-           SERIAL_OPTIONS or w.startswith(("--replay=", "--capture=no")) for w in words):
-        return 0
-    if importlib.util.find_spec("xdist") is None:
-        return 0
-    count = cores()
-    return count if count > 1 else 0
-
-
-def pytest_command(args: list[str]) -> list[str]:
-    """The pytest arguments for `run`.  What to collect is pytest's own decision: ./cases is its
-    `testpaths`, used when the arguments name no file or folder.  Plugin options are joined to their
-    values (`--reports-dir=DIR`), because pytest finds its rootdir before it loads plugins and would
-    take a separate value that is an existing path for a path to test.  Unless the user chose otherwise,
-    the run uses every core (`-n <cores>`, see `workers_for`)."""
-    joined = _joined(args)
-    workers = workers_for(joined)
-    return (["--conformance"] + (["-o", "testpaths=cases"] if Path("cases").is_dir() else [])
-            + ([f"-n{workers}"] if workers else []) + joined)
-
-
-def _joined(args: list[str]) -> list[str]:
-    joined, values = [], _plugin_value_options() | set(HYPOTHESIS_VALUE_OPTIONS)
-    args = list(args)
-    while args:
-        arg = args.pop(0)
-        if arg in values and args:
-            arg = f"{arg}={args.pop(0)}"
-        joined.append(arg)
-    return joined
-
-
-def run_pytest(pytest_args: list[str], workers: int = 0) -> int:
-    """pytest in a child process (it must import and assert-rewrite the plugin itself).  Ctrl-C reaches
-    the child too, which ends the run as interrupted (summary and report marked incomplete, exit 2):
-    this process waits for that instead of killing it; SIGTERM is passed on for the same ending.
-    `workers`: the xdist workers `run` chose itself (the header says so)."""
-    env = dict(os.environ, **({WORKERS_ENV: str(workers)} if workers else {}))
-    child = subprocess.Popen([sys.executable, "-m", "pytest", *pytest_args], env=env)
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signal.SIGTERM))
-    try:
-        while True:
-            try:
-                return child.wait()
-            except KeyboardInterrupt:
-                continue
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _run(pytest_args: list[str]) -> int:
-    return run_pytest(pytest_command(pytest_args), workers_for(_joined(pytest_args)))
 
 
 def _summary(run_dir: Path) -> int:
@@ -138,8 +48,6 @@ def _summary(run_dir: Path) -> int:
 
 
 def _report(run_dir: Path) -> int:
-    from conformance.report import build_report
-
     if not (run_dir / "outcomes").is_dir():
         print(f"conformance report: {run_dir} has no outcomes/ folder (not a run folder)", file=sys.stderr)
         return USAGE_ERROR
@@ -152,8 +60,6 @@ def _report(run_dir: Path) -> int:
 
 
 def _merge(run_dirs: list[Path], out: Path, labels: list[str] | None) -> int:
-    from conformance.report.merge import MergeError, merge_runs
-
     try:
         index = merge_runs(run_dirs, out, labels)
     except (MergeError, StoreError) as exc:
@@ -164,8 +70,6 @@ def _merge(run_dirs: list[Path], out: Path, labels: list[str] | None) -> int:
 
 
 def _prune(reports: Path, keep: int | None, older_than: float | None, dry_run: bool) -> int:
-    from conformance.store.prune import PruneError, prune
-
     try:
         pruned = prune(reports, keep=keep, older_than_days=older_than, dry_run=dry_run)
     except PruneError as exc:
@@ -189,8 +93,8 @@ class UsageErrors(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["run"]:  # everything after it is pytest's: nothing else to parse or import here
-        return _run(argv[1:])
+    if argv[:1] == ["run"]:  # everything after it is pytest's
+        return launch.run(argv[1:])
     parser = UsageErrors(prog="python -m conformance", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("run", help="run the suite with pytest (extra arguments go to pytest)", add_help=False)
@@ -209,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
                        help="remove runs that finished more than DAYS ago (with --keep: only beyond the N newest)")
     prune.add_argument("--dry-run", action="store_true", help="print what would be removed; remove nothing")
-    from conformance.engine import timing
 
     baseline = commands.add_parser("baseline", help="record this build's outputs (fixed cases) and timings into a "
                                                     "folder; other arguments go to pytest")
@@ -219,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                                                   "--baseline; exit 1 on a change beyond tolerance or a slowdown")
     compare.add_argument("baseline", type=Path)
     compare.add_argument("other", type=Path)
-    compare.add_argument("--slowdown", type=float, default=timing.DEFAULT_THRESHOLD, metavar="FACTOR",
+    compare.add_argument("--slowdown", type=float, default=DEFAULT_THRESHOLD, metavar="FACTOR",
                          help=f"flag ops slower than FACTOR x the baseline, against the calibration op "
-                              f"(default {timing.DEFAULT_THRESHOLD})")
+                              f"(default {DEFAULT_THRESHOLD})")
     compare.add_argument("--json", type=Path, default=None, metavar="FILE", help="write every change to FILE")
     timed = commands.add_parser("timing", help="time each op per target and input size (written as JSON)")
     timed.add_argument("-o", "--output", type=Path, required=True, help="timings file to write")
@@ -230,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     timed.add_argument("--as-target", default=None, help=argparse.SUPPRESS)  # an ISA level's child process
     timed.add_argument("--no-isa", action="store_true", help="do not time the cpu's lower instruction-set levels")
     for sub in (baseline, timed):
-        sub.add_argument("--shapes", default=",".join(timing.SHAPES),
-                         help=f"input shapes to time, comma list of {', '.join(timing.SHAPES)}")
+        sub.add_argument("--shapes", default=",".join(SHAPES),
+                         help=f"input shapes to time, comma list of {', '.join(SHAPES)}")
         sub.add_argument("--ops", default=None, help="only these ops (comma list of op names)")
         sub.add_argument("--rounds", type=int, default=9, help="timed blocks per op and calibration (median)")
     if argv[:1] == ["baseline"]:
@@ -240,11 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         args, rest = parser.parse_args(argv), []
     if args.command in ("baseline", "timing"):
         shapes = [s for s in args.shapes.split(",") if s]
-        unknown = [s for s in shapes if s not in timing.SHAPES]
+        unknown = [s for s in shapes if s not in SHAPES]
         if unknown or not shapes or args.rounds < 1:
-            parser.error(f"--shapes: unknown {unknown or 'empty list'} (known: {', '.join(timing.SHAPES)})"
+            parser.error(f"--shapes: unknown {unknown or 'empty list'} (known: {', '.join(SHAPES)})"
                          if unknown or not shapes else "--rounds must be at least 1")
         ops = [o for o in args.ops.split(",") if o] if args.ops else None
+    # baseline, timing and compare import torch (conformance.builds): not imported for the other commands,
+    # so that `run` starts pytest at once
     if args.command == "baseline":
         from conformance.builds import make_baseline
 

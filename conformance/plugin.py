@@ -71,8 +71,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _start(config: pytest.Config, state: PluginState) -> Any:
     """Set the run up: configuration, targets, case sources, known issues, records (imports torch)."""
-    from conformance.engine import distribute
     from conformance.devices import environment as env_info
+    from conformance.devices.isa_feed import use_shared
+    from conformance.engine import distribute
+    from conformance.engine.case_sources import CaseSourceError
     from conformance.engine.session import ConformanceRun
 
     cfg = run_config.build(config)
@@ -88,10 +90,11 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     if workerinput is not None:
         distribute.share_torch_threads(int(workerinput.get("workercount", 1)))
         if "conformance_isa" in workerinput:  # the controller's ISA workers, one per level for all
-            from conformance.devices.isa_feed import use_shared
-
             use_shared(json.loads(workerinput["conformance_isa"]))
-    state.run = ConformanceRun(cfg, environment)
+    try:
+        state.run = ConformanceRun(cfg, environment)
+    except CaseSourceError as exc:
+        raise pytest.UsageError(str(exc)) from None
     state.run.narrowed = state.narrowed
     if workerinput is None and threading.current_thread() is threading.main_thread():
         # CI cancellations and timeouts send SIGTERM: end like Ctrl-C (summary and report marked incomplete)
@@ -140,16 +143,29 @@ def conformance_run(pytestconfig: pytest.Config) -> Any:
     return _run(pytestconfig)
 
 
-def _spec_of(obj):
+def _spec_of(obj: Any) -> Any:
     return getattr(getattr(obj, "function", obj), "conformance_spec", None)
+
+
+def _item_info(item: pytest.Item) -> Any:
+    """The engine's view of a conformance item (conformance.engine.ledger.ItemInfo), or None for another test."""
+    from conformance.engine.ledger import ItemInfo
+
+    spec = _spec_of(item)
+    if spec is None or getattr(item, "callspec", None) is None:
+        return None
+    params = item.callspec.params  # type: ignore[attr-defined]
+    return ItemInfo(item.nodeid, item.originalname, Path(str(item.path)), spec, params["target"],  # type: ignore[attr-defined]
+                    params["dtype"], params["mode"], params["check"])
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     spec = _spec_of(metafunc.function)
     if spec is None:
         return
-    from conformance.checks import applicable
     from hypothesis import settings
+
+    from conformance.checks.registry import applicable
 
     run = _run(metafunc.config)
     if not getattr(metafunc.function, "_conformance_settings", False):  # the profile applies to spec tests only
@@ -225,7 +241,7 @@ def _collection_problem(config: pytest.Config, run: Any, collected: set[str]) ->
     problem = _check_tolerance_rules(config, run, collected)
     if problem:
         return problem
-    baseline = run.shared.baseline
+    baseline = run.cache.baseline
     if baseline is None:
         return None
     recorded = {key.op for key in baseline.index}
@@ -281,9 +297,18 @@ def pytest_runtest_call(item: pytest.Item):
     spec = _spec_of(item)
     if spec is None:
         return (yield)
+    from conformance.spec.known_issues import KnownIssuesError
+
     run = _run(item.config)
     params = item.callspec.params  # type: ignore[attr-defined]
-    run.begin_item(item, spec, params["target"], params["dtype"], params["mode"], params["check"])
+    if not run.knows_items:  # once: the session's items in run order
+        run.learn_items(info for i in item.session.items if (info := _item_info(i)) is not None)
+    try:
+        skip = run.begin_item(_item_info(item))
+    except KnownIssuesError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    if skip is not None:
+        pytest.skip(skip)
     try:
         result = yield
     except BaseException as failure:
@@ -345,11 +370,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             and _is_conformance_failure(call.excinfo.value)):
         report.longrepr = _finding_text(call.excinfo.value)  # the finding, without the harness's frames
     if spec is not None and report.skipped and not hasattr(report, "wasxfail") and report.when in ("setup", "call"):
-        params = item.callspec.params  # type: ignore[attr-defined]
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = reason.removeprefix("Skipped: ")  # pytest's prefix for a skip raised inside the test
-        _run(item.config).record_skip(item, params["target"], params["dtype"], params["mode"], params["check"],
-                                      reason)
+        _run(item.config).record_skip(_item_info(item), reason)
     return report
 
 

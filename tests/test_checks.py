@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from conformance.checks import SharedCases, check_case
+from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.recipes import Case, Recipe
 from conformance.devices.targets import CPU, virtual_targets
 from planted_ops import (crashing_resize, float_resize, good_resize, make_spec, mutating_resize, shifted_resize,
@@ -12,7 +12,7 @@ from planted_ops import (crashing_resize, float_resize, good_resize, make_spec, 
 def run(call, dtype="uint8", layout="contiguous", size=(11, 30)):
     spec = make_spec("planted", call)
     recipe = Recipe(height=17, width=23, channels=3, batch=(2,), dtype=dtype, layout=layout, content="noise", seed=1)
-    result = check_case(spec, Case("planted", recipe, {"size": list(size)}), CPU, SharedCases(), "bilinear")
+    result = check_case(spec, Case("planted", recipe, {"size": list(size)}), CPU, CaseCache(), "bilinear")
     return {o.check: o for o in result.outcomes}, result
 
 
@@ -89,7 +89,7 @@ def crashes_on_cpu_only(image, params):
 def run_on(target, call, dtype="float32"):
     spec = make_spec("planted", call)
     recipe = Recipe(height=9, width=8, channels=3, dtype=dtype, content="noise", seed=2)
-    result = check_case(spec, Case("planted", recipe, {"size": [5, 6]}), target, SharedCases(), "bilinear")
+    result = check_case(spec, Case("planted", recipe, {"size": [5, 6]}), target, CaseCache(), "bilinear")
     return {o.check: o for o in result.outcomes}
 
 
@@ -126,9 +126,9 @@ def test_a_cross_device_failure_says_which_side_is_off_the_reference():
 
 
 def test_the_baseline_cache_counts_cached_outputs_against_its_byte_budget():
-    from conformance.devices.calls import OpRun
+    from conformance.devices.runs import OpRun
 
-    cache = SharedCases(max_bytes=3 * 8 * 1000)
+    cache = CaseCache(max_bytes=3 * 8 * 1000)
     for n in range(10):
         cache.put(("op", str(n), "cpu"), OpRun(output=np.zeros(1000)))  # 8,000 bytes each
     assert len(cache._entries) == 3 and cache._bytes == 24_000

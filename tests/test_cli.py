@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import pytest_command
+from conformance.launch import pytest_command
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -132,15 +132,15 @@ def test_a_case_whose_input_cannot_be_allocated_is_a_resource_outcome_not_a_harn
 
 
 def test_run_uses_every_core_unless_told_otherwise(monkeypatch):
-    from conformance import cli
+    from conformance import launch
 
-    monkeypatch.setattr(cli, "cores", lambda: 4)
+    monkeypatch.setattr(launch, "cores", lambda: 4)
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     assert "-n4" in pytest_command(["-k", "resize"])
     for chosen in (["-n", "0"], ["-n2"], ["--dist", "no"], ["-p", "no:xdist"], ["--pdb"], ["-s"], ["--co"],
                    ["--replay", "{}"], ["--replay={}"]):
         assert not any(a.startswith("-n") for a in pytest_command(chosen) if a not in chosen), chosen
-    monkeypatch.setattr(cli, "cores", lambda: 1)
+    monkeypatch.setattr(launch, "cores", lambda: 1)
     assert not any(a.startswith("-n") for a in pytest_command([]))
 
 
@@ -149,7 +149,7 @@ def test_the_header_says_how_many_workers_run_chose():
                              "-k", "normalize_v1 and cpu-float32-valid-reference", "--max-examples", "3"],
                             cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:]
-    from conformance.cli import cores
+    from conformance.launch import cores
 
     expected = f"{cores()} pytest-xdist workers (chosen by `python -m conformance run`: one per core"
     assert (expected in result.stdout) == (cores() > 1), result.stdout[:3000]

@@ -1,7 +1,13 @@
 """Known-issues files: parsed strictly, matched precisely."""
 import pytest
 
-from conformance.spec.known_issues import KnownIssuesError, load
+from functools import partial
+
+from conformance.checks.registry import value_checks
+from conformance.spec.known_issues import KnownIssuesError
+from conformance.spec.known_issues import load as load_file
+
+load = partial(load_file, value_checks=value_checks())
 
 GOOD = '''
 [[issue]]
@@ -50,7 +56,7 @@ def _metrics(max_abs, mismatch_fraction):
 
 
 def test_a_failure_in_scope_but_outside_the_envelope_is_not_the_known_issue(tmp_path):
-    from conformance.checks import CheckOutcome
+    from conformance.checks.registry import CheckOutcome
     from conformance.engine.judgement import judge
 
     (issue,) = load(write(tmp_path, GOOD))

@@ -180,7 +180,7 @@ def test_left_out_keywords_are_not_passed_and_take_the_documented_default_in_the
 
 
 def test_a_crop_that_returns_a_view_keeps_no_layout_of_its_own(virtual_device):
-    from conformance.checks import SharedCases, check_case
+    from conformance.engine.cases import CaseCache, check_case
     from conformance.spec.recipes import Case, Recipe
     from conformance.devices.targets import CPU, virtual_targets
 
@@ -188,9 +188,9 @@ def test_a_crop_that_returns_a_view_keeps_no_layout_of_its_own(virtual_device):
                       implementations=[Implementation(library=TV2, call=lambda image, p: image[..., 1:3, 1:4])])
     case = Case("crop_tv2", Recipe(5, 6, channels=3, dtype="uint8", layout="channels_last"), {"k": 1})
     for target in (CPU, virtual_targets(2)[1]):
-        found = {o.check: o for o in check_case(crop.specs()[0], case, target, SharedCases(), "m").outcomes}
+        found = {o.check: o for o in check_case(crop.specs()[0], case, target, CaseCache(), "m").outcomes}
         assert found["invariants"].passed, found["invariants"].message
     copied = _operation(implementations=[Implementation(library=TV2, call=lambda image, p: image.contiguous().clone())])
     found = {o.check: o for o in check_case(copied.specs()[0], Case("op_tv2", case.recipe, {"k": 1}), CPU,
-                                            SharedCases(), "m").outcomes}
+                                            CaseCache(), "m").outcomes}
     assert not found["invariants"].passed and "memory format" in found["invariants"].message

@@ -1,7 +1,7 @@
 """Placement bugs are caught on vcuda:1 with a message naming the cause; correct versions pass."""
 import pytest
 
-from conformance.checks import SharedCases, check_case
+from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.recipes import Case, Recipe
 from conformance.spec.opspec import ModuleOp
 from conformance.devices.targets import CPU, virtual_targets
@@ -13,7 +13,7 @@ CASE = Case("planted", Recipe(height=6, width=7, channels=3, batch=(2,), dtype="
 
 
 def outcomes(spec, target=VCUDA1, case=CASE):
-    result = check_case(spec, case, target, SharedCases(), "gain")
+    result = check_case(spec, case, target, CaseCache(), "gain")
     return {o.check: o for o in result.outcomes}
 
 
@@ -123,5 +123,5 @@ def test_random_augmentations_replay_one_draw_on_every_target_and_sample_on_each
     sampling = replayed["sampling"]
     assert sampling.passed and sampling.details["parameter_devices"] == {"gain": "cpu"}  # RandomGain samples on the cpu
     # without replay every call draws, seeded with the case: a --replay rerun draws the same again
-    again = [check_case(random_gain_spec(replay=False), CASE, VCUDA1, SharedCases(), "gain") for _ in range(2)]
+    again = [check_case(random_gain_spec(replay=False), CASE, VCUDA1, CaseCache(), "gain") for _ in range(2)]
     assert [r.arrays["output"].tolist() for r in again][0] == [r.arrays["output"].tolist() for r in again][1]

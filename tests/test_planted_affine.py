@@ -7,7 +7,7 @@ import torchvision.transforms.v2.functional as F
 from torchvision.transforms import InterpolationMode
 
 from case_modules import case_module
-from conformance.checks import SharedCases, check_case
+from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.operations import OMIT
 from conformance.spec.recipes import Case, Recipe
 from conformance.devices.targets import CPU, virtual_targets
@@ -24,7 +24,7 @@ def spec_named(name):
 
 def outcomes(spec, case, target=CPU):
     mode = case.params["interpolation"]
-    return {o.check: o for o in check_case(spec, case, target, SharedCases(), mode).outcomes}
+    return {o.check: o for o in check_case(spec, case, target, CaseCache(), mode).outcomes}
 
 
 def planted(spec, call):

@@ -12,7 +12,7 @@ import torch
 import torchvision.transforms.v2.functional as F
 
 from case_modules import case_module
-from conformance.checks import SharedCases, check_case
+from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.operations import OMIT
 from conformance.spec.recipes import Case, Recipe
 from conformance.devices.targets import CPU, virtual_targets
@@ -32,7 +32,7 @@ DEFAULT = dataclasses.replace(EXPLICIT, params={"kernel_size": [5, 3], "sigma": 
 
 
 def outcomes(spec, case, target, mode="default"):
-    return {o.check: o for o in check_case(spec, case, target, SharedCases(), mode).outcomes}
+    return {o.check: o for o in check_case(spec, case, target, CaseCache(), mode).outcomes}
 
 
 def planted(call):

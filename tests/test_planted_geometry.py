@@ -14,7 +14,7 @@ import torchvision.transforms.v2.functional as F
 
 from case_modules import case_module
 from conformance.spec.adapters import per_host_image, pillow_image_op
-from conformance.checks import SharedCases, check_case
+from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.recipes import Case, Recipe
 from conformance.devices.targets import CPU, virtual_targets
 
@@ -29,7 +29,7 @@ def spec_named(name):
 
 
 def outcomes(spec, case, mode, target=CPU):
-    return {o.check: o for o in check_case(spec, case, target, SharedCases(), mode).outcomes}
+    return {o.check: o for o in check_case(spec, case, target, CaseCache(), mode).outcomes}
 
 
 def assert_all_pass(spec, case, mode, targets):

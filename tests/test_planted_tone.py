@@ -7,7 +7,7 @@ import torch
 import torchvision.transforms.v2.functional as F
 
 from case_modules import case_module
-from conformance.checks import SharedCases, check_case
+from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.recipes import Case, Recipe
 from conformance.devices.targets import CPU, virtual_targets
 
@@ -20,7 +20,7 @@ SPECS = {spec.name: spec for op in (tone.POSTERIZE, tone.SOLARIZE, tone.EQUALIZE
 
 
 def outcomes(spec, case, mode, target=CPU):
-    return {o.check: o for o in check_case(spec, case, target, SharedCases(), mode).outcomes}
+    return {o.check: o for o in check_case(spec, case, target, CaseCache(), mode).outcomes}
 
 
 def solarize_above(image, p):

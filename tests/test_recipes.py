@@ -6,7 +6,7 @@ import pytest
 import torch
 from hypothesis import find, given, settings
 
-from conformance.checks import memory_formats
+from conformance.checks.basic import memory_formats
 from conformance.spec.recipes import Case, Recipe, RecipeError, materialize, to_float64
 from conformance.spec.strategies import image_recipes
 

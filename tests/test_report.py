@@ -94,7 +94,7 @@ def _chromium():
 def test_the_report_renders_in_headless_chromium(tmp_path):
     from selenium.webdriver.common.by import By
 
-    from conformance.engine.timing import Timing, write
+    from conformance.store.timings import Timing, write
 
     run = write_run(tmp_path / "run", outcomes=30, failures=2)
     write(run / "timings.json", [Timing("resize", "cpu", "uint8", "bilinear", shape, seconds, 1e-5, 0.1, seconds / 1e-5)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conformance.report.charts import timing_charts
-from conformance.engine.timing import Timing, TimingsError, compare, read, write
+from conformance.store.timings import Timing, TimingsError, compare, read, write
 
 
 def timing(op="normalize_v2", seconds=1e-4, calibration=5e-5, shape="1x3x224x224"):

@@ -3,7 +3,9 @@ import pytest
 import torch
 
 from conformance.devices.placement import PlacementLog
-from conformance.devices.virtual import DeviceMixError, NotEmulatable, VirtualTensor, to_virtual, virtual_cuda
+from conformance.devices.virtual.facade import virtual_cuda
+from conformance.devices.virtual.state import DeviceMixError, NotEmulatable
+from conformance.devices.virtual.tensor import VirtualTensor, to_virtual
 
 pytestmark = pytest.mark.usefixtures("virtual_device")  # skipped where this torch fails the probe
 
@@ -119,8 +121,8 @@ GUARDED = """
 import torch
 import torchvision.transforms.v2.functional as F
 
-import conformance.devices.virtual.tensor as tensor
-tensor.real_device_count = lambda: 1  # as on a one-GPU machine: the real CUDA guard stays in place
+import conformance.devices.virtual.state as state
+state.real_device_count = lambda: 1  # as on a one-GPU machine: the real CUDA guard stays in place
 from conformance.spec.recipes import Recipe, materialize, to_float64
 from conformance.devices.targets import virtual_targets
 
@@ -167,9 +169,8 @@ def test_a_timeout_in_the_restore_window_cannot_leave_torch_cuda_patched(monkeyp
         restore()
 
     monkeypatch.setattr(facade, "_unpatch", slow_restore)
-    monkeypatch.setitem(calls._limits, "case_timeout_s", 0.05)
     run = calls.run_op(make_spec("plus_one", lambda x, p: x + 1), torch.zeros(1, 3, 4, 4),
-                       Case("plus_one", Recipe(4, 4, batch=(1,))), virtual_targets(2)[1])
+                       Case("plus_one", Recipe(4, 4, batch=(1,))), virtual_targets(2)[1], timeout_s=0.05)
     assert torch.cuda.is_available is original
     assert run.error is None and not run.timed_out
 

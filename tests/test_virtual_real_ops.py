@@ -9,7 +9,7 @@ import torchvision.transforms.v2.functional as F
 
 from conformance.devices.placement import PlacementLog, left_behind
 from conformance.devices.targets import virtual_targets
-from conformance.devices.virtual import NotEmulatable
+from conformance.devices.virtual.state import NotEmulatable
 
 pytestmark = pytest.mark.usefixtures("virtual_device")  # skipped where this torch fails the probe
 

@@ -4,37 +4,24 @@ change inside it is a warning that names its size; identical digests pass.  Also
 run with recorded outputs writes for each case and target (`output_record`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
+from conformance.checks.context import CaseContext
 from conformance.checks.registry import Check, CheckOutcome, register, valid_inputs
+from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.tolerances import Tolerance
 from conformance.store.drift import FALLBACK, compare_one
-from conformance.store.outputs import ArrayReader, OutputKey, Recorded, digest, read_index
-from conformance.devices.virtual import host_tensor
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from conformance.checks.context import CaseContext
+from conformance.store.outputs import OutputKey, Recorded, digest
 
 
-class BaselineOutputs:
-    """A baseline's recorded outputs, read once per process (index) and lazily (arrays)."""
-
-    def __init__(self, folder: "Path") -> None:
-        self.folder = folder
-        self.index = read_index(folder)
-        self.reader = ArrayReader(folder)
-
-
-def output_key(ctx: "CaseContext") -> OutputKey:
+def output_key(ctx: CaseContext) -> OutputKey:
     return OutputKey(ctx.spec.name, ctx.target.name, ctx.case.recipe.dtype, ctx.mode, ctx.case.json)
 
 
-def current_output(ctx: "CaseContext") -> tuple[np.ndarray | None, str | None]:
+def current_output(ctx: CaseContext) -> tuple[np.ndarray | None, str | None]:
     """The output as a host array in its own dtype, or the class of what the op raised."""
     if ctx.run.error is not None:
         return None, ctx.run.raised or "error"
@@ -46,7 +33,7 @@ def current_output(ctx: "CaseContext") -> tuple[np.ndarray | None, str | None]:
     return np.ascontiguousarray(output.numpy()), None
 
 
-def build_tolerance(ctx: "CaseContext") -> Tolerance:
+def build_tolerance(ctx: CaseContext) -> Tolerance:
     """What two runs of this variant may differ by: its cross-device tolerance."""
     try:
         return ctx.tolerance("cross_device")
@@ -54,13 +41,13 @@ def build_tolerance(ctx: "CaseContext") -> Tolerance:
         return FALLBACK
 
 
-def output_record(ctx: "CaseContext") -> tuple[OutputKey, np.ndarray | None, str | None, dict[str, Any]]:
+def output_record(ctx: CaseContext) -> tuple[OutputKey, np.ndarray | None, str | None, dict[str, Any]]:
     array, error = current_output(ctx)
     return output_key(ctx), array, error, build_tolerance(ctx).to_dict()
 
 
-def check_baseline(ctx: "CaseContext") -> CheckOutcome | None:
-    baseline: BaselineOutputs | None = getattr(ctx.shared, "baseline", None)
+def check_baseline(ctx: CaseContext) -> CheckOutcome | None:
+    baseline = ctx.baseline
     if baseline is None:
         return None
     key = output_key(ctx)
@@ -82,6 +69,16 @@ def check_baseline(ctx: "CaseContext") -> CheckOutcome | None:
                         warning=change.severity == "bit_level")
 
 
-register(Check("baseline", "baseline", "the output vs the same case's output recorded by another build "
+register(Check("baseline", 100, "baseline", "the output vs the same case's output recorded by another build "
                "(--baseline): beyond the cross-device tolerance fails; a change inside it is a warning with its size",
-               valid_inputs, check_baseline, option="baseline"))
+               valid_inputs, check_baseline, option="baseline", output_only=True))
+
+
+def baseline_array(ctx: CaseContext) -> np.ndarray | None:
+    """The baseline's output for this case and target, in float64, when it has one (for a failure's pictures)."""
+    if ctx.baseline is None:
+        return None
+    recorded = ctx.baseline.index.get(output_key(ctx))
+    if recorded is None or recorded.error is not None:
+        return None
+    return ctx.baseline.reader.load(recorded).astype(np.float64)

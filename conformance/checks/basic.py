@@ -2,20 +2,18 @@
 dtype, shape, memory format and device, and leave its input alone."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
+from conformance.checks.context import CaseContext
 from conformance.checks.registry import Check, CheckOutcome, always, failed, register, valid_inputs
+from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.recipes import DTYPES, to_float64
-from conformance.devices.virtual import host_tensor
-
-if TYPE_CHECKING:
-    from conformance.checks.context import CaseContext
 
 
-def check_error(ctx: "CaseContext") -> CheckOutcome | None:
+def check_error(ctx: CaseContext) -> CheckOutcome | None:
     if ctx.expected_error is not None:
         return _expected_error(ctx)
     run = ctx.run
@@ -25,7 +23,7 @@ def check_error(ctx: "CaseContext") -> CheckOutcome | None:
     return CheckOutcome("error", False, run.error, traceback=run.error_text, cause=cause)
 
 
-def _expected_error(ctx: "CaseContext") -> CheckOutcome:
+def _expected_error(ctx: CaseContext) -> CheckOutcome:
     """An invalid input must raise the named class, and on every target the class the cpu raises."""
     expected, run = ctx.expected_error, ctx.run
     assert expected is not None
@@ -91,7 +89,7 @@ def _view_of(output: torch.Tensor, tensor_in: torch.Tensor) -> bool:
         return False
 
 
-def check_invariants(ctx: "CaseContext") -> CheckOutcome | None:
+def check_invariants(ctx: CaseContext) -> CheckOutcome | None:
     """Tensor returned; dtype, shape, memory format kept (unless the output was read from another kind
     of object); input not mutated."""
     run, spec = ctx.run, ctx.spec
@@ -124,8 +122,8 @@ def check_invariants(ctx: "CaseContext") -> CheckOutcome | None:
     return failed("invariants", problems)
 
 
-register(Check("error", "expected error", "the op raised; in an error mode: it did not raise the named class "
+register(Check("error", 10, "expected error", "the op raised; in an error mode: it did not raise the named class "
                "(a hang or a device-mixing error never counts), or raised another class than on the cpu",
-               always, check_error))
-register(Check("invariants", "input", "output not a tensor, wrong dtype or shape, layout not kept, input mutated",
+               always, check_error, output_only=True))
+register(Check("invariants", 30, "input", "output not a tensor, wrong dtype or shape, layout not kept, input mutated",
                valid_inputs, check_invariants))

@@ -1,133 +1,162 @@
-"""One case on one target: everything its checks read, each part computed once, on first use.
+"""What the checks read: one case on one target, as data.
 
-Every check is its own pytest item, so the items of one case's checks share a `CaseContext`
-(cached in `SharedCases`, bounded by bytes): the op runs once per case and target, the input and
-reference once per case, and an accelerator's context reads the cpu's for the cross-device
-comparison and for saying which side diverges.
+The engine (conformance.engine.cases) builds a `CaseContext` with every part already made: the case's
+`CaseInputs` (input, sampled parameters, reference), the op's input on the target and its run, the
+cpu's context of the same case for an accelerator, the tolerance book and the baseline's outputs.  The
+checks only read it; what they derive from it (the output in float64) is computed once, on first use,
+and their outcomes are kept on it (`outcomes`), so the items of one case's checks share the work.
 """
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
-from conformance.devices.calls import OpRun, run_op
-from conformance.spec.recipes import Case, to_float64
+from conformance.devices.runs import OpRun
+from conformance.devices.targets import Target
+from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import ExpectedError, OpSpec, Sampled
-from conformance.devices.targets import CPU, Target
-from conformance.devices.virtual import host_tensor
+from conformance.spec.overrides import Override
+from conformance.spec.recipes import Case, Recipe, apply_layout, materialize, to_float64
+from conformance.spec.tolerances import Tolerance
+from conformance.store.outputs import BaselineOutputs
 
-if TYPE_CHECKING:
-    from conformance.engine.shared import SharedCases, InputImage
-    from conformance.checks.registry import CheckOutcome
+
+@dataclass
+class InputImage:
+    """A case's input: dense host pixels (never handed to an op) and their float64 values."""
+
+    recipe: Recipe
+    dense: torch.Tensor
+    values: np.ndarray
+
+    @classmethod
+    def make(cls, recipe: Recipe) -> InputImage:
+        dense = materialize(dataclasses.replace(recipe, layout="contiguous"))
+        values = to_float64(dense)
+        values.setflags(write=False)  # shared by every target's reference and checks
+        return cls(recipe, dense, values)
+
+    @classmethod
+    def unallocated(cls, recipe: Recipe) -> InputImage:
+        """Stands in for an input too large to make (its case is a `resource` outcome; no check reads it)."""
+        return cls(recipe, torch.empty(0), np.empty(0))
+
+    def on(self, target: Target) -> torch.Tensor:
+        """A fresh tensor on the target in the recipe's layout; the layout is made on the target,
+        because copying a strided view to another device densifies it."""
+        moved = target.put(self.dense) if target.is_accelerator else self.dense.clone()
+        return apply_layout(moved, self.recipe.layout)
+
+    @property
+    def nbytes(self) -> int:
+        return self.dense.nbytes + self.values.nbytes
+
+
+def expected_output(ideal: np.ndarray, dtype: str) -> np.ndarray:
+    """The reference in the output dtype's meaning: uint8 is rounded and saturated."""
+    if dtype == "uint8":
+        return np.clip(np.rint(ideal), 0, 255)
+    return ideal
+
+
+@dataclass
+class CaseInputs:
+    """What every target's context of one case of one op shares: the input, the parameters a random module
+    sampled on the cpu, and the reference (made on first use by `reference`, which the engine memoises)."""
+
+    spec: OpSpec
+    case: Case
+    source: InputImage
+    sampled: Sampled | None
+    reference: Callable[[], np.ndarray]
+
+    @property
+    def output_dtype(self) -> str:
+        return self.spec.output_dtype_of(self.case)
+
+
+class Tolerances:
+    """The tolerance each op's check uses for a dtype, mode and target (the user's --tolerances rules first),
+    looked up once each: checks compare tolerances by identity (the cpu's reference outcome is reused only
+    under the same one)."""
+
+    def __init__(self, overrides: Sequence[Override] = ()) -> None:
+        self.overrides = tuple(overrides)
+        self._found: dict[tuple[str, str, str, str, str], Tolerance] = {}
+
+    def get(self, spec: OpSpec, check: str, dtype: str, mode: str, target: str) -> Tolerance:
+        key = (spec.name, check, dtype, mode, target)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = spec.tolerance(check, dtype, mode, target, self.overrides)
+        return found
+
+
+NO_PEERS: tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]] = ({}, {})
 
 
 class CaseContext:
-    def __init__(self, spec: OpSpec, case: Case, target: Target, mode: str, shared: "SharedCases") -> None:
-        self.spec, self.case, self.target, self.mode, self.shared = spec, case, target, mode, shared
-        self.expected_error: ExpectedError | None = spec.error_modes.get(mode)
-        self._outcomes: dict[str, CheckOutcome | None] = {}
+    """One case on one target, with the op already run there."""
 
-    @cached_property
-    def source(self) -> "InputImage":
-        return self.shared.input(self.case)
+    def __init__(self, inputs: CaseInputs, target: Target, mode: str, tensor_in: torch.Tensor | None, run: OpRun,
+                 *, cpu: CaseContext | None = None, tolerances: Tolerances | None = None,
+                 baseline: BaselineOutputs | None = None, timeout_s: float = 0.0) -> None:
+        self.inputs, self.target, self.mode = inputs, target, mode
+        self.spec, self.case, self.source, self.sampled = inputs.spec, inputs.case, inputs.source, inputs.sampled
+        self._tensor_in = tensor_in  # the op's own input on the target (None: it could not be allocated)
+        self.run = run
+        self.cpu = cpu  # the same case on the cpu, for a target compared with it
+        self.tolerances = tolerances or Tolerances()
+        self.baseline = baseline  # another build's recorded outputs, under --baseline
+        self.timeout_s = timeout_s  # the per-call limit, for checks that call the op again (--case-timeout)
+        self.expected_error: ExpectedError | None = self.spec.error_modes.get(mode)
+        # the cross-library measurement against the operation's earlier implementations and their outputs
+        # (conformance.checks.peers), set by the engine before a check that reads it
+        self.peers: tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]] = NO_PEERS
+        self.peers_measured = False
+        self.outcomes: dict[str, Any] = {}  # check name -> its CheckOutcome or None (conformance.checks.registry)
 
-    @cached_property
-    def sampled(self) -> Sampled | None:
-        return self.shared.sampled(self.spec, self.case, self.source)
-
-    @cached_property
+    @property
     def tensor_in(self) -> torch.Tensor:
-        """The op's own fresh input on the target, in the recipe's layout (checked for mutation after)."""
-        return self.source.on(self.target)
-
-    @cached_property
-    def run(self) -> OpRun:
-        try:
-            tensor = self.tensor_in
-        except (MemoryError, RuntimeError) as exc:  # torch.OutOfMemoryError is a RuntimeError
-            if not isinstance(exc, MemoryError) and "alloc" not in str(exc).lower() \
-                    and not isinstance(exc, torch.OutOfMemoryError):
-                raise
-            return OpRun(resource=f"the case's input could not be allocated: {type(exc).__name__}: "
-                                  f"{str(exc).splitlines()[0][:200] if str(exc) else ''}")
-        return run_op(self.spec, tensor, self.case, self.target, self.sampled)
+        """The op's own input on the target, checked for mutation after the call."""
+        assert self._tensor_in is not None, "the case's input could not be allocated (run.resource): nothing to check"
+        return self._tensor_in
 
     @property
     def returned_tensor(self) -> bool:
         return self.run.error is None and isinstance(self.run.output, torch.Tensor)
 
-    @cached_property
+    @property
     def output_dtype(self) -> str:
-        return self.spec.output_dtype_of(self.case)
+        return self.inputs.output_dtype
 
-    @cached_property
+    @property
     def expected(self) -> np.ndarray:
-        return self.shared.reference(self.spec, self.case, self.source, self.sampled, self.output_dtype)
+        return self.inputs.reference()
 
     @cached_property
     def output64(self) -> np.ndarray | None:
         """The output as host float64, the only form in which values are compared."""
         return to_float64(host_tensor(self.run.output)) if self.returned_tensor else None
 
-    @cached_property
-    def cpu(self) -> "CaseContext | None":
-        """The same case on the cpu, for accelerators (None on the cpu itself)."""
-        return self.shared.context(self.spec, self.case, CPU, self.mode) if self.target.compared_with_cpu else None
-
-    @cached_property
-    def peers(self) -> tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]]:
-        """The cross-library measurement against the operation's earlier implementations, and their
-        outputs (conformance.checks.peers)."""
-        from conformance.checks.peers import measure_peers
-
-        return measure_peers(self)
-
-    def tolerance(self, check: str):
-        """Tolerances are keyed by the test item's dtype (the input's), mode and target (looked up once each)."""
-        return self.shared.tolerance(self.spec, check, self.case.recipe.dtype, self.mode, self.target.name)
-
-    def outcome(self, check: str) -> "CheckOutcome | None":
-        """The check's outcome for this case (None: it does not apply to what happened), computed once."""
-        if check not in self._outcomes:
-            from conformance.checks.registry import REGISTRY
-
-            found = REGISTRY[check].run(self)
-            if found is not None:
-                found.against = found.against or REGISTRY[check].against
-            self._outcomes[check] = found
-        return self._outcomes[check]
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """What a failure keeps for its report: input, reference, cpu output, this target's output."""
-        kept: dict[str, np.ndarray] = {"input": self.source.values}
-        if self.expected_error is None and self.run.error is None:
-            kept["reference"] = self.expected
-        if self.output64 is not None:
-            kept["output"] = self.output64
-        cpu = self.cpu
-        if cpu is not None and cpu.output64 is not None:
-            kept["cpu"] = cpu.output64
-        baseline = getattr(self.shared, "baseline", None)
-        if baseline is not None:
-            from conformance.checks.baseline import output_key
-
-            recorded = baseline.index.get(output_key(self))
-            if recorded is not None and recorded.error is None:
-                kept["baseline"] = baseline.reader.load(recorded).astype(np.float64)
-        return kept
+    def tolerance(self, check: str) -> Tolerance:
+        """Tolerances are keyed by the test item's dtype (the input's), mode and target."""
+        return self.tolerances.get(self.spec, check, self.case.recipe.dtype, self.mode, self.target.name)
 
     @property
     def nbytes(self) -> int:
-        """What this context holds beyond the shared input and reference (an estimate for the cache)."""
+        """What this context holds beyond the shared inputs (an estimate for the engine's cache)."""
         total = 2048
-        for value in (self.__dict__.get("tensor_in"), getattr(self.__dict__.get("run"), "output", None)):
+        for value in (self._tensor_in, self.run.output):
             if isinstance(value, torch.Tensor):
                 total += value.numel() * (value.element_size() + 8)  # the tensor and its float64 copy
         return total
 
     def __repr__(self) -> str:
         return f"CaseContext({self.spec.name}, {self.target.name}, {self.case.json})"
-

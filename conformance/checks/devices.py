@@ -3,26 +3,27 @@ left on the cpu promises), `sampling` (a random module's own sampler on the targ
 `constant_upload` (the op copies its own constants to the device on every call: a lesser finding)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from conformance.devices.calls import OpRun, run_op, sample_on
+from conformance.checks.context import CaseContext
 from conformance.checks.registry import (Check, CheckOutcome, compare_check, failed, on_accelerator, register,
                                          valid_inputs)
+from conformance.devices.calls import run_op, sample_on
 from conformance.devices.placement import PlacementLog
+from conformance.devices.runs import OpRun
+from conformance.devices.virtual.tensor import host_tensor
+from conformance.spec.opspec import OpSpec
+from conformance.devices.targets import Target
 from conformance.spec.recipes import to_float64
-from conformance.devices.virtual import host_tensor
-
-if TYPE_CHECKING:
-    from conformance.checks.context import CaseContext
 
 
 def _plane(value: Any) -> int | None:
     return value.shape[-2] * value.shape[-1] if isinstance(value, torch.Tensor) and value.dim() >= 2 else None
 
 
-def _device_problems(ctx: "CaseContext", run: OpRun, log: PlacementLog | None, how: str = "") -> list[tuple[str, str]]:
+def _device_problems(ctx: CaseContext, run: OpRun, log: PlacementLog | None, how: str = "") -> list[tuple[str, str]]:
     """Output on the wrong device, image data copied between host and device, module tensors used off target."""
     spec, problems = ctx.spec, []
     expected = torch.device("cpu") if spec.host_output else ctx.tensor_in.device
@@ -40,7 +41,7 @@ def _device_problems(ctx: "CaseContext", run: OpRun, log: PlacementLog | None, h
     return problems
 
 
-def check_placement(ctx: "CaseContext") -> CheckOutcome | None:
+def check_placement(ctx: CaseContext) -> CheckOutcome | None:
     run = ctx.run
     problems = [("left behind", p) for p in run.module_problems]
     if run.mixed_devices:
@@ -56,7 +57,7 @@ def check_placement(ctx: "CaseContext") -> CheckOutcome | None:
 PROMISES = {"works": "work", "device-error": "work or raise an error that names the device problem"}
 
 
-def _unmoved_behaviour(ctx: "CaseContext", run: OpRun) -> tuple[str, str]:
+def _unmoved_behaviour(ctx: CaseContext, run: OpRun) -> tuple[str, str]:
     """(short label, detail) of a module left on the cpu, called with an input on the target."""
     if run.timed_out:
         return "hangs", run.error or ""
@@ -81,12 +82,13 @@ def _unmoved_behaviour(ctx: "CaseContext", run: OpRun) -> tuple[str, str]:
     return "works", ""
 
 
-def check_unmoved(ctx: "CaseContext") -> CheckOutcome | None:
+def check_unmoved(ctx: CaseContext) -> CheckOutcome | None:
     """A module left on the cpu, called with a device input as users call parameter-free augmentations
     (its own sampling, no `.to()`): it must keep the spec's promise."""
     if ctx.run.error is not None or ctx.spec.module is None:
         return None  # the moved module already fails: nothing to compare with
-    run = run_op(ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, None, move_module=False)
+    run = run_op(ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, None, move_module=False,
+                 timeout_s=ctx.timeout_s)
     if run.not_emulatable is not None or run.resource is not None:
         return None
     promise = ctx.spec.module.unmoved
@@ -102,7 +104,7 @@ def check_unmoved(ctx: "CaseContext") -> CheckOutcome | None:
                         behaviour=behaviour, cause=behaviour, against="promise")
 
 
-def _compare_sample(ctx: "CaseContext", params: dict[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+def _compare_sample(ctx: CaseContext, params: dict[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
     """What can be compared between the target's own sample and the cpu's: keys, shapes, dtypes, declared ranges.
     Values differ by design (each device has its own generator)."""
     problems, devices = [], {}
@@ -127,13 +129,13 @@ def _compare_sample(ctx: "CaseContext", params: dict[str, Any]) -> tuple[list[tu
     return problems, devices
 
 
-def check_sampling(ctx: "CaseContext") -> CheckOutcome | None:
+def check_sampling(ctx: CaseContext) -> CheckOutcome | None:
     """A random module's own sampling on the target (module moved there), which replayed parameters
     never exercise: its sampler, and a call that draws its own parameters, under the placement rules."""
     spec, target = ctx.spec, ctx.target
     problems: list[tuple[str, str]] = []
     details: dict[str, Any] = {}
-    sampling = sample_on(spec, ctx.source.on(target), ctx.case, target)
+    sampling = sample_on(spec, ctx.source.on(target), ctx.case, target, timeout_s=ctx.timeout_s)
     if sampling.not_emulatable is not None:
         return None
     if sampling.error is not None:
@@ -142,7 +144,7 @@ def check_sampling(ctx: "CaseContext") -> CheckOutcome | None:
     elif sampling.params is not None:
         found, details["parameter_devices"] = _compare_sample(ctx, sampling.params)
         problems += found
-    run = run_op(spec, ctx.source.on(target), ctx.case, target, None)  # the module draws its own parameters
+    run = run_op(spec, ctx.source.on(target), ctx.case, target, None, timeout_s=ctx.timeout_s)  # its own parameters
     if run.not_emulatable is not None or run.resource is not None:
         return None
     how = f"with its own sampling on {target.name}: "
@@ -160,7 +162,7 @@ def check_sampling(ctx: "CaseContext") -> CheckOutcome | None:
     return failed("sampling", problems, details=details or None, traceback=run.error_text, against="cpu sample")
 
 
-def check_constant_upload(ctx: "CaseContext") -> CheckOutcome | None:
+def check_constant_upload(ctx: CaseContext) -> CheckOutcome | None:
     """Constants the op copies from the host on every call (a table, a mean/std list): a host->device
     copy and a synchronisation per call, a cost (vision#8565), not a wrong answer."""
     run = ctx.run
@@ -173,21 +175,21 @@ def check_constant_upload(ctx: "CaseContext") -> CheckOutcome | None:
                         details={"uploads": [t.to_dict() for t in uploads]}, cause="upload", warning=True)
 
 
-def _module_op(spec, target, mode) -> bool:
+def _module_op(spec: OpSpec, target: Target, mode: str) -> bool:
     return spec.module is not None and on_accelerator(spec, target, mode)
 
 
-def _random_module(spec, target, mode) -> bool:
+def _random_module(spec: OpSpec, target: Target, mode: str) -> bool:
     return spec.module is not None and spec.module.sample is not None and valid_inputs(spec, target, mode)
 
 
-register(Check("placement", "input device", "output not on the input's device; on accelerators also device mixing, "
+register(Check("placement", 20, "input device", "output not on the input's device; on accelerators also device mixing, "
                "image data copied between host and device, module tensors left behind by .to()",
                valid_inputs, check_placement))
-register(Check("unmoved", "promise", "a module left on the cpu, called with a device input, breaks its promise "
+register(Check("unmoved", 70, "promise", "a module left on the cpu, called with a device input, breaks its promise "
                "(works, or raises a clear device error)", _module_op, check_unmoved))
-register(Check("sampling", "cpu sample", "a random module's own sampling on the target (module moved there): its "
+register(Check("sampling", 80, "cpu sample", "a random module's own sampling on the target (module moved there): its "
                "parameters' keys, shapes, dtypes and ranges, and a call that draws its own parameters, under the "
                "placement rules", _random_module, check_sampling))
-register(Check("constant_upload", "host", "the op copies a constant of its own from the host on every call "
+register(Check("constant_upload", 90, "host", "the op copies a constant of its own from the host on every call "
                "(a warning: a cost, not a wrong answer)", on_accelerator, check_constant_upload, gating=False))

@@ -16,21 +16,21 @@ that is recorded as the reason.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from conformance.checks.context import CaseContext
+from conformance.devices.targets import CPU, Target
 from conformance.spec.operations import OMIT
-from conformance.devices.targets import CPU
-
-if TYPE_CHECKING:
-    from conformance.checks.context import CaseContext
-    from conformance.spec.opspec import OpSpec
+from conformance.spec.opspec import OpSpec
+from conformance.spec.recipes import Case
 
 _UNMET: dict[str, str | None] = {}
 
 
-def _unmet(spec: "OpSpec") -> str | None:
+def _unmet(spec: OpSpec) -> str | None:
     if spec.name not in _UNMET:
         _UNMET[spec.name] = spec.unmet_requirement()
     return _UNMET[spec.name]
@@ -59,52 +59,70 @@ def _differing_defaults(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {mine.get(k)!r} vs {theirs.get(k)!r}" for k in keys)
 
 
-def measure_peers(ctx: "CaseContext") -> tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]]:
-    """Per earlier implementation: how far this output is from its output (or why not compared), and
-    the outputs compared with (for the report's pictures of the worst case)."""
+@dataclass(frozen=True)
+class PeerCall:
+    """An earlier implementation's run that the measurement needs: the same case, under that op's name."""
+
+    spec: OpSpec
+    case: Case
+    target: Target
+
+
+def plan(ctx: CaseContext) -> tuple[dict[str, dict[str, Any]], dict[str, PeerCall]]:
+    """Per earlier implementation of the operation, an entry (its library and target, or why it is not
+    compared), and the runs the engine must provide for the others (`measure`)."""
     member = ctx.spec.member
-    found: dict[str, dict[str, Any]] = {}
-    outputs: dict[str, np.ndarray] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    calls: dict[str, PeerCall] = {}
     if member is None or ctx.output64 is None:
-        return found, outputs
+        return entries, calls
     dtype, mode = ctx.case.recipe.dtype, ctx.mode
     omits = OMIT in ctx.case.params  # else every implementation is called with the same keywords
     mine = member.effective(ctx.case.params) if omits else None
     for peer in member.earlier():
         if (dtype, mode) not in peer.variant_pairs():
             continue
+        assert peer.member is not None
         entry: dict[str, Any] = {"library": peer.member.library}
-        found[peer.name] = entry
+        entries[peer.name] = entry
         why = _unmet(peer)
         theirs = peer.member.effective(ctx.case.params) if omits else None
         target = ctx.target if peer.runs_on(ctx.target) else CPU
         entry["target"] = target.name
         if why is not None:
             entry["skipped"] = why
-            continue
-        if theirs != mine:
-            entry["skipped"] = f"different defaults for a keyword left out ({_differing_defaults(mine, theirs)})"
-            continue
-        if not member.shares_cases and target != CPU:
+        elif theirs != mine:
+            entry["skipped"] = f"different defaults for a keyword left out ({_differing_defaults(mine or {}, theirs or {})})"
+        elif not member.shares_cases and target != CPU:
             entry["skipped"] = ("draws cases of its own, which the other libraries do not run: compared with them "
                                 "on the cpu only")
-            continue
-        if target.virtual and peer.needs_real_device:
+        elif target.virtual and peer.needs_real_device:
             entry["skipped"] = f"not emulatable on a virtual device: {peer.needs_real_device}"
-            continue
-        other = ctx.shared.context(peer, ctx.case.relabelled(peer.name), target, mode)
+        else:
+            calls[peer.name] = PeerCall(peer, ctx.case.relabelled(peer.name), target)
+    return entries, calls
+
+
+def measure(ctx: CaseContext, entries: dict[str, dict[str, Any]],
+            others: dict[str, CaseContext]) -> tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]]:
+    """How far this output is from each earlier implementation's (`others`: their contexts for the `plan`'s
+    calls), or why not compared; and the outputs compared with (for the report's pictures of the worst case)."""
+    found = {name: dict(entry) for name, entry in entries.items()}
+    outputs: dict[str, np.ndarray] = {}
+    assert ctx.output64 is not None or not others
+    for name, other in others.items():
         run = other.run
         problem = run.not_emulatable or run.resource or (f"raised {run.raised}" if run.error is not None else None)
         if problem is None and other.output64 is None:
             problem = "returned no tensor"
-        if problem is None and other.output64.shape != ctx.output64.shape:
+        if problem is None and other.output64 is not None and other.output64.shape != ctx.output64.shape:
             problem = f"shape {other.output64.shape} vs {ctx.output64.shape}"
-        if problem is not None:
-            entry["skipped"] = problem
+        if problem is not None or other.output64 is None:
+            found[name]["skipped"] = problem
             continue
         max_abs, mse = difference(ctx.output64, other.output64)
         peak = 255.0 if ctx.output_dtype == "uint8" else 1.0
-        entry.update(max_abs=max_abs, psnr=math.inf if mse == 0 else 10 * math.log10(peak**2 / mse) if mse < math.inf
-                     else -math.inf)
-        outputs[peer.name] = other.output64
+        found[name].update(max_abs=max_abs, psnr=math.inf if mse == 0 else 10 * math.log10(peak**2 / mse)
+                           if mse < math.inf else -math.inf)
+        outputs[name] = other.output64
     return found, outputs

@@ -1,25 +1,25 @@
-"""The check registry: each check a name, when it applies, what it compares against, and a
-function from one shared per-case context to a typed outcome.
+"""The check registry: each check declared once, with everything the rest of the harness needs to know
+about it: its name, its place in an item list, when it applies, what it compares against, whether it
+looks only at what crosses a process boundary (then it also runs on `cpu:<level>` targets, whose op runs
+in a worker process), whether it judges values (known issues about it need an envelope), whether it
+reads the cross-library measurement, and the function from a `CaseContext` to a typed outcome.
 
-Every applicable check becomes its own pytest item (`test_<op>[<target>-<dtype>-<mode>-<check>]`),
-so one failing check never hides another and `-k placement` selects one.  Adding a check is one
-`register(Check(...))` call; the plugin, the store, the summary and the report read the rest
-(`against`, `gating`) from here and from the records.
+Every applicable check becomes its own pytest item (`test_<op>[<target>-<dtype>-<mode>-<check>]`), so one
+failing check never hides another and `-k placement` selects one.  Adding a check is one module with one
+`register(Check(...))` call, imported in conformance/checks/__init__.py.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from conformance.spec.tolerances import Metrics, Tolerance, measure
-from conformance.spec.opspec import OpSpec
+from conformance.checks.context import CaseContext
 from conformance.devices.targets import Target
-
-if TYPE_CHECKING:
-    from conformance.checks.context import CaseContext
+from conformance.spec.opspec import OpSpec
+from conformance.spec.tolerances import Metrics, Tolerance, measure
 
 
 @dataclass
@@ -43,12 +43,16 @@ class CheckOutcome:
 @dataclass(frozen=True)
 class Check:
     name: str
+    order: int  # its place among a target's items: the simplest checks first
     against: str
     summary: str
     applies: Callable[[OpSpec, Target, str], bool]
-    run: Callable[["CaseContext"], CheckOutcome | None]  # None: nothing to check in this case
+    run: Callable[[CaseContext], CheckOutcome | None]  # None: nothing to check in this case
     gating: bool = True  # False: its failures are warnings (a lesser, separately named finding)
     option: str | None = None  # only in runs that turn this on (e.g. "baseline": run --baseline DIR)
+    output_only: bool = False  # reads only the output or what was raised: runs on targets in another process too
+    judges_values: bool = False  # compares values under a tolerance: a known issue about it needs an envelope
+    reads_peers: bool = False  # reads the cross-library measurement (`ctx.peers`), which the engine fills in first
 
 
 REGISTRY: dict[str, Check] = {}
@@ -57,16 +61,40 @@ REGISTRY: dict[str, Check] = {}
 def register(check: Check) -> Check:
     if "-" in check.name:
         raise ValueError(f"check name {check.name!r} must not contain '-' (it ends the test id)")
+    if check.name in REGISTRY:
+        raise ValueError(f"check {check.name!r} is registered twice")
+    taken = {c.order: c.name for c in REGISTRY.values()}
+    if check.order in taken:
+        raise ValueError(f"check {check.name!r}: order {check.order} is {taken[check.order]!r}'s")
     REGISTRY[check.name] = check
+    for name in sorted(REGISTRY, key=lambda n: REGISTRY[n].order):  # item order within a target
+        REGISTRY[name] = REGISTRY.pop(name)
     return check
 
 
 def applicable(spec: OpSpec, target: Target, mode: str, options: frozenset[str] = frozenset()) -> list[Check]:
-    """The checks that become items for this op, target and mode, in registry order; `options`:
-    what this run turned on (a check with an `option` is left out otherwise)."""
+    """The checks that become items for this op, target and mode, in their order; `options`: what this run
+    turned on (a check with an `option` is left out otherwise)."""
     return [check for check in REGISTRY.values()
-            if (check.option is None or check.option in options) and target.runs_check(check.name)
+            if (check.option is None or check.option in options) and (check.output_only or not target.out_of_process)
             and check.applies(spec, target, mode)]
+
+
+def value_checks() -> tuple[str, ...]:
+    """The checks that judge values under a tolerance (known issues about them need an envelope)."""
+    return tuple(name for name, check in REGISTRY.items() if check.judges_values)
+
+
+def outcome(ctx: CaseContext, check: str) -> CheckOutcome | None:
+    """The check's outcome for this case on this target (None: it does not apply to what happened), computed
+    once and kept on the context for the case's other items."""
+    if check not in ctx.outcomes:
+        declared = REGISTRY[check]
+        found = declared.run(ctx)
+        if found is not None:
+            found.against = found.against or declared.against
+        ctx.outcomes[check] = found
+    return ctx.outcomes[check]
 
 
 # -- conditions ----------------------------------------------------------------------------

@@ -3,19 +3,16 @@ and `cross_device` (an accelerator against the cpu, saying which side diverges).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from conformance.checks.registry import (Check, CheckOutcome, compare_check, data_range, identical, compared_with_cpu,
-                                         register, valid_inputs)
+from conformance.checks.context import CaseContext
+from conformance.checks.registry import (Check, CheckOutcome, compare_check, compared_with_cpu, data_range, identical,
+                                         outcome, register, valid_inputs)
 from conformance.spec.tolerances import Metrics
 
-if TYPE_CHECKING:
-    from conformance.checks.context import CaseContext
 
-
-def check_reference(ctx: "CaseContext") -> CheckOutcome | None:
+def check_reference(ctx: CaseContext) -> CheckOutcome | None:
     """The output against the reference; an operation's implementation also carries the cross-library
     measurement against the other libraries (`details["peers"]`, a measurement, not a verdict)."""
     if not ctx.returned_tensor:
@@ -25,7 +22,7 @@ def check_reference(ctx: "CaseContext") -> CheckOutcome | None:
     found = None
     if cpu is not None and identical(ctx.output64, cpu.output64):
         # bit-identical to the cpu output under the same tolerance: the cpu's outcome is this one's
-        on_cpu = cpu.outcome("reference")
+        on_cpu = outcome(cpu, "reference")
         if on_cpu is not None and on_cpu.tolerance is tolerance:
             found = replace(on_cpu, details=None)
     if found is None:
@@ -48,7 +45,7 @@ def psnr(actual: np.ndarray, expected: np.ndarray, peak: float) -> float:
     return PSNR_CEILING if mse == 0 else min(PSNR_CEILING, 10 * np.log10(peak**2 / mse))
 
 
-def check_fidelity(ctx: "CaseContext") -> CheckOutcome | None:
+def check_fidelity(ctx: CaseContext) -> CheckOutcome | None:
     """A lossy op may lose at most `margin` dB more than the reference does, both against the input."""
     if not ctx.returned_tensor or ctx.spec.fidelity is None:
         return None
@@ -67,12 +64,12 @@ def check_fidelity(ctx: "CaseContext") -> CheckOutcome | None:
                         f"more than {margin:g} dB worse ({reason})", details=details, cause="psnr")
 
 
-def _side(ctx: "CaseContext") -> str:
+def _side(ctx: CaseContext) -> str:
     """Which side of a cpu/target difference is off the reference: "cpu", the target's name, "both",
     or "undetermined" (both within the reference tolerance, yet too far from each other)."""
     cpu = ctx.cpu
     assert cpu is not None
-    mine, theirs = ctx.outcome("reference"), cpu.outcome("reference")
+    mine, theirs = outcome(ctx, "reference"), outcome(cpu, "reference")
     cpu_off = cpu.run.error is not None or (theirs is not None and not theirs.passed)
     target_off = mine is not None and not mine.passed
     if cpu_off and target_off:
@@ -82,7 +79,7 @@ def _side(ctx: "CaseContext") -> str:
     return ctx.target.name if target_off else "undetermined"
 
 
-def check_cross_device(ctx: "CaseContext") -> CheckOutcome | None:
+def check_cross_device(ctx: CaseContext) -> CheckOutcome | None:
     """The accelerator's output against the cpu's for the same case.  When they differ and the reference
     shows the cpu is the side that is off, the failure belongs to the cpu's cells (its reference or error
     check), and this outcome passes, saying so."""
@@ -113,10 +110,11 @@ def check_cross_device(ctx: "CaseContext") -> CheckOutcome | None:
     return found
 
 
-register(Check("reference", "reference", "output vs the independent float64 reference, under the op's tolerance",
-               valid_inputs, check_reference))
-register(Check("fidelity", "input", "lossy ops: PSNR against the input more than the op's margin below the "
+register(Check("reference", 40, "reference", "output vs the independent float64 reference, under the op's tolerance",
+               valid_inputs, check_reference, output_only=True, judges_values=True, reads_peers=True))
+register(Check("fidelity", 50, "input", "lossy ops: PSNR against the input more than the op's margin below the "
                "reference's", lambda spec, target, mode: spec.fidelity is not None and valid_inputs(spec, target, mode),
-               check_fidelity))
-register(Check("cross_device", "cpu", "an accelerator's output vs the cpu output for the same case (the side "
-               "that is off the reference carries the failure)", compared_with_cpu, check_cross_device))
+               check_fidelity, output_only=True, judges_values=True))
+register(Check("cross_device", 60, "cpu", "an accelerator's output vs the cpu output for the same case (the side "
+               "that is off the reference carries the failure)", compared_with_cpu, check_cross_device,
+               output_only=True, judges_values=True))

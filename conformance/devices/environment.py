@@ -14,6 +14,7 @@ import torch
 
 from conformance import versions
 from conformance.devices.targets import Target
+from conformance.devices.torch_private import cuda_driver_version
 
 PACKAGES = ("torch", "torchvision", "kornia", "hypothesis", "numpy", "Pillow", "pytest", "pytest-xdist")
 UNDER_TEST = ("torch", "torchvision", "kornia")  # their files are shown in the header
@@ -34,11 +35,7 @@ def _tf32_settings() -> dict[str, Any]:
 def _cuda_info() -> dict[str, Any]:
     info: dict[str, Any] = {"compiled_with": torch.version.cuda, "available": torch.cuda.is_available()}
     if info["available"]:
-        try:
-            driver = torch._C._cuda_getDriverVersion()  # e.g. 12040 -> "12.4"
-            info["driver_api"] = f"{driver // 1000}.{driver % 1000 // 10}"
-        except (AttributeError, RuntimeError):
-            info["driver_api"] = None
+        info["driver_api"] = cuda_driver_version()
         info["cudnn"] = torch.backends.cudnn.version()
         info["devices"] = [
             {

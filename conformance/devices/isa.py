@@ -6,8 +6,9 @@ machine that always takes its best path.  An ISA target runs each case in a work
 started with that variable set and hands back the output; the cpu target (the machine's best
 path) is its cross-device baseline, and the reference checks it like any target.
 
-Only what crosses a process boundary is checked there: errors, values against the reference and
-against the cpu, fidelity, baselines.  Placement, mutation and module checks stay with the cpu.
+Only what crosses a process boundary is checked there (the checks declared `output_only`: errors, values
+against the reference and against the cpu, fidelity, baselines); placement, mutation and module checks stay
+with the cpu.
 
 This module holds what both ends share: the levels, the messages (pickled plain values, tensors as
 numpy arrays: both ends are this harness's own processes, talking over their own pipes or socket) and
@@ -29,7 +30,6 @@ import torch
 
 ORDER = {"x86_64": ["default", "avx2", "avx512"], "AMD64": ["default", "avx2", "avx512"],
          "aarch64": ["default", "sve256"], "arm64": ["default", "sve256"], "s390x": ["default", "zvector"]}
-CHECKS = frozenset({"error", "reference", "fidelity", "cross_device", "baseline"})
 ENV = "ATEN_CPU_CAPABILITY"
 HEADER = struct.Struct("<Q")
 

@@ -9,35 +9,34 @@ controller closes its stdin)."""
 from __future__ import annotations
 
 import os
+import pickle
 import selectors
 import socket
 import sys
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from conformance.devices.calls import run_op
+from conformance.devices.isa import HEADER, frame, ignore_interrupts, receive, send, tensors
+from conformance.devices.targets import CPU
+from conformance.spec.loading import load_specs
+from conformance.spec.recipes import Case, materialize
+
 
 def _spec(source: str, op: str, cache: dict[tuple[str, str], Any]) -> Any:
     if (source, op) not in cache:
-        from pathlib import Path
-
-        from conformance.builds import load_specs
-
         for spec in load_specs([Path(source)]):
             cache[(source, spec.name)] = spec
     return cache[(source, op)]
 
 
 def answer(request: dict[str, Any], cache: dict[tuple[str, str], Any]) -> dict[str, Any]:
-    from conformance.devices.calls import run_op, set_case_timeout
-    from conformance.spec.recipes import Case, materialize
-    from conformance.devices.targets import CPU
-
-    set_case_timeout(float(request["timeout"]))
     spec = _spec(request["source"], request["op"], cache)
     case = Case.from_json(request["case"])
-    run = run_op(spec, materialize(case.recipe), case, CPU, request["sampled"])
+    run = run_op(spec, materialize(case.recipe), case, CPU, request["sampled"], timeout_s=float(request["timeout"]))
     if run.error is not None:
         kind = run.error_type or Exception
         return {"error": run.error, "error_type": f"{kind.__module__}:{kind.__qualname__}",
@@ -61,8 +60,6 @@ def hello() -> dict[str, Any]:
 
 
 def main() -> None:
-    from conformance.devices.isa import ignore_interrupts, receive, send
-
     ignore_interrupts()
     if sys.argv[1:2] == ["--listen"]:
         serve(sys.argv[2])
@@ -81,10 +78,6 @@ def main() -> None:
 
 def serve(path: str) -> None:
     """Answer the requests of every connection, in the order they arrive, until stdin closes."""
-    from conformance.devices.isa import HEADER, frame, tensors
-
-    import pickle
-
     sys.stdout = sys.stderr
     greeting = frame(hello())
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -20,14 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-aten = torch.ops.aten
+from conformance.devices.torch_private import aten_overload, dispatch_mode_base
 
 # Ops that move data between devices by design; every other op must not mix devices.
-TRANSFER_OPS = frozenset({aten._to_copy.default, aten.copy_.default, aten._copy_from.default,
-                          aten._copy_from_and_resize.default})
-SCALAR_READS = frozenset({aten._local_scalar_dense.default})
+TO_COPY, COPY_FROM, COPY_FROM_AND_RESIZE = map(aten_overload, ("_to_copy.default", "_copy_from.default",
+                                                                "_copy_from_and_resize.default"))
+TRANSFER_OPS = frozenset(op for op in (TO_COPY, aten_overload("copy_.default"), COPY_FROM, COPY_FROM_AND_RESIZE)
+                         if op is not None)
+SCALAR_READS = frozenset(op for op in (aten_overload("_local_scalar_dense.default"),) if op is not None)
 # by identity: an OpOverload's __hash__ is Python code, and these are asked on every op
 TRANSFER_OP_IDS = frozenset(map(id, TRANSFER_OPS))
 SCALAR_READ_IDS = frozenset(map(id, SCALAR_READS))
@@ -181,10 +182,10 @@ class PlacementLog:
             return
         if id(func) not in TRANSFER_OP_IDS or not args or not isinstance(args[0], torch.Tensor):
             return
-        if func is aten._to_copy.default:
+        if func is TO_COPY:
             source = args[0]
             destination = kwargs.get("device") or device_of(source)
-        elif func is aten._copy_from.default or func is aten._copy_from_and_resize.default:
+        elif func is COPY_FROM or func is COPY_FROM_AND_RESIZE:
             source, destination = args[0], device_of(args[1])
         else:  # copy_(self, src)
             source, destination = args[1], device_of(args[0])
@@ -212,7 +213,7 @@ class PlacementLog:
                 "used_off_target": dict(self.used)}
 
 
-class ObserverMode(TorchDispatchMode):
+class ObserverMode(dispatch_mode_base()):  # type: ignore[misc]
     """On a real accelerator: log transfers and watched tensors, change nothing."""
 
     def __init__(self, log: PlacementLog) -> None:

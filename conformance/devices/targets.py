@@ -16,7 +16,12 @@ from typing import Any
 
 import torch
 
+from conformance.devices.isa import ENV, lower_levels
 from conformance.devices.placement import ObserverMode, PlacementLog
+from conformance.devices.torch_private import only_lift_cpu_tensors, set_only_lift_cpu_tensors
+from conformance.devices.virtual import probe
+from conformance.devices.virtual.facade import virtual_cuda
+from conformance.devices.virtual.tensor import to_virtual
 
 
 class TargetSelectionError(ValueError):
@@ -45,9 +50,10 @@ class Target:
         """Its outputs are checked against the cpu target's (accelerators, and cpu ISA paths)."""
         return self.is_accelerator
 
-    def runs_check(self, check: str) -> bool:
-        """Whether the named check can observe anything here."""
-        return True
+    @property
+    def out_of_process(self) -> bool:
+        """The op runs in another process: only what crosses back (its output, what it raised) can be checked."""
+        return False
 
     def put(self, value: Any) -> Any:
         """Move a tensor or module onto this target (a copy for tensors, in place for modules)."""
@@ -70,13 +76,13 @@ class Target:
             return
         # torch.tensor(data, device=...) then builds on the host and copies in a step the mode can see,
         # as it does under fake tensors: a constant uploaded per call shows up in the log
-        lift = torch._C._only_lift_cpu_tensors()
-        torch._C._set_only_lift_cpu_tensors(True)
+        lift = only_lift_cpu_tensors()
+        set_only_lift_cpu_tensors(True)
         try:
             with ObserverMode(log):
                 yield
         finally:
-            torch._C._set_only_lift_cpu_tensors(lift)
+            set_only_lift_cpu_tensors(lift)
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "kind": self.kind, "description": self.description, "virtual": self.virtual}
@@ -93,11 +99,9 @@ class VirtualTarget(Target):
         return torch.device("cuda", int(self.name.split(":")[1]))
 
     def put(self, value: Any) -> Any:
-        from conformance.devices import virtual
-
         if isinstance(value, torch.Tensor):
-            return virtual.to_virtual(value, self.device)
-        with virtual.virtual_cuda(self.count):
+            return to_virtual(value, self.device)
+        with virtual_cuda(self.count):
             return value.to(self.device)
 
     def synchronize(self) -> None:
@@ -105,9 +109,7 @@ class VirtualTarget(Target):
 
     @contextlib.contextmanager
     def active(self, log: PlacementLog | None = None) -> Iterator[None]:
-        from conformance.devices import virtual
-
-        with virtual.virtual_cuda(self.count, log):
+        with virtual_cuda(self.count, log):
             yield
 
 
@@ -125,18 +127,15 @@ class IsaTarget(Target):
     def compared_with_cpu(self) -> bool:
         return True
 
-    def runs_check(self, check: str) -> bool:
-        from conformance.devices.isa import CHECKS
-
-        return check in CHECKS
+    @property
+    def out_of_process(self) -> bool:
+        return True
 
 
 CPU = Target("cpu", "cpu", "host CPU")
 
 
 def isa_targets() -> list[Target]:
-    from conformance.devices.isa import ENV, lower_levels
-
     return [IsaTarget(f"cpu:{level}", "cpu", f"host CPU, {ENV}={level} (worker process)", level=level)
             for level in lower_levels()]
 
@@ -167,8 +166,6 @@ def virtual_unavailable_reason() -> str | None:
         return (f"virtual targets are not offered beside a real CUDA device ({', '.join(real_cuda)}): vcuda:N "
                 f"would share the name cuda:N with it (library caches keyed by device would mix real and virtual "
                 f"tensors); run them as a second run without the GPU: {SECOND_RUN}")
-    from conformance.devices.virtual import probe
-
     return probe.unavailable_reason()
 
 

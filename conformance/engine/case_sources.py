@@ -13,10 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import strategies as st
+from hypothesis.control import current_build_context
 
 from conformance.spec.recipes import Case
+from conformance.store.cases import SavedCasesError, saved_cases
+from conformance.store.outputs import BaselineOutputs, OutputsError, outputs_folder, plans
 
 PlanKey = tuple[str, ...]
 
@@ -24,8 +26,6 @@ PlanKey = tuple[str, ...]
 def is_final_example() -> bool:
     """True while hypothesis replays the minimal failing example for its report."""
     try:
-        from hypothesis.control import current_build_context
-
         return bool(getattr(current_build_context(), "is_final", False))
     except Exception:  # noqa: BLE001 - outside a hypothesis context
         return False
@@ -67,23 +67,21 @@ class CaseSources:
             self._plans[key] = drawn
 
 
-def from_config(cfg: Any) -> tuple[CaseSources, Any]:
-    """The run's case sources, and the baseline's recorded outputs under --baseline (else None).
-    A source that cannot be read is a usage error."""
-    from conformance.store.cases import SavedCasesError, saved_cases
+class CaseSourceError(ValueError):
+    """Saved cases (--cases-from, --baseline) that cannot be read: a usage error, said by the plugin."""
 
+
+def from_config(cfg: Any) -> tuple[CaseSources, BaselineOutputs | None]:
+    """The run's case sources, and the baseline's recorded outputs under --baseline (else None)."""
     if cfg.cases_from is not None:
         try:
             return CaseSources(saved_from=cfg.cases_from, saved=saved_cases(cfg.cases_from)), None
         except SavedCasesError as exc:
-            raise pytest.UsageError(f"--cases-from: {exc}") from None
+            raise CaseSourceError(f"--cases-from: {exc}") from None
     if cfg.baseline is not None:
-        from conformance.checks.baseline import BaselineOutputs
-        from conformance.store.outputs import OutputsError, outputs_folder, plans
-
         try:
             loaded = BaselineOutputs(outputs_folder(cfg.baseline))
             return CaseSources(saved_from=cfg.baseline, saved=plans(loaded.index)), loaded
         except OutputsError as exc:
-            raise pytest.UsageError(f"--baseline: {exc}") from None
+            raise CaseSourceError(f"--baseline: {exc}") from None
     return CaseSources(replay=cfg.replay), None

@@ -62,10 +62,13 @@ class RunConfig:
 
 
 def build(config: pytest.Config) -> RunConfig:
-    """Read and validate every conformance option; each defect is a one-line pytest.UsageError."""
+    """Read and validate every conformance option; each defect is a one-line pytest.UsageError.  (Its imports
+    are here, not at the top: they import torch, which the plugin must not do in sessions that do not ask for
+    conformance.)"""
+    from conformance.checks.registry import value_checks
+    from conformance.devices.targets import TargetSelectionError, discover, select
     from conformance.spec import overrides
     from conformance.spec.known_issues import KnownIssuesError, load
-    from conformance.devices.targets import TargetSelectionError, discover, select
 
     timeout = options.case_timeout(config)
     selection = config.getoption("targets")
@@ -81,7 +84,7 @@ def build(config: pytest.Config) -> RunConfig:
             raise pytest.UsageError(f"--known-issues: no such file {str(path)!r}")
     for path in issue_files or options.default_issue_files(config):
         try:
-            load(path)
+            load(path, value_checks=value_checks())
         except KnownIssuesError as exc:
             raise pytest.UsageError(str(exc)) from None
     tolerances = config.getoption("tolerances")

@@ -8,8 +8,8 @@ a typo, not a scope: it would silently match nothing, so the item says so.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from conformance.spec import known_issues as ki
 from conformance.spec.item_ids import parse_item_id
@@ -25,8 +25,9 @@ def cell_of(nodeid: str) -> tuple[Cell, str] | None:
 
 
 class IssueBook:
-    def __init__(self, explicit_files: tuple[Path, ...] = ()) -> None:
+    def __init__(self, explicit_files: tuple[Path, ...] = (), value_checks: tuple[str, ...] = ()) -> None:
         self._explicit = list(explicit_files)
+        self._value_checks = value_checks  # checks whose entries need an envelope (conformance.checks.registry)
         self._by_file: dict[Path, list[ki.KnownIssue]] = {}
         self._cells: dict[Cell, list[tuple[str, str]]] | None = None  # cell -> (nodeid, check) in run order
         self._strictness: dict[tuple[str, Cell], list[Any]] = {}  # (issue, cell) -> [cases in scope, reproduced]
@@ -44,7 +45,7 @@ class IssueBook:
         found = []
         for path in files:
             if path not in self._by_file:
-                self._by_file[path] = ki.load(path)
+                self._by_file[path] = ki.load(path, value_checks=self._value_checks)
             found.extend(self._by_file[path])
         return found
 
@@ -54,13 +55,10 @@ class IssueBook:
         self._announced.update(i.id for i in new)
         return new
 
-    def learn_order(self, items: list[Any]) -> None:
-        """The session's items (pytest items) in run order, read once: strictness is judged at a
-        cell's last item.  Called at every item's start, so it returns at once after the first."""
-        if self._cells is not None:
-            return
+    def learn_order(self, nodeids: Iterable[str]) -> None:
+        """The session's items in run order: strictness is judged at a cell's last item."""
         self._cells = {}
-        for nodeid in (item.nodeid for item in items):
+        for nodeid in nodeids:
             found = cell_of(nodeid)
             if found is not None:
                 self._cells.setdefault(found[0], []).append((nodeid, found[1]))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.checks import CheckOutcome
+from conformance.checks.registry import CheckOutcome
 from conformance.spec.known_issues import KnownIssue
 
 

@@ -15,13 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 
-def variant_group(item: Any, spec: Any) -> tuple[str, str, str, str]:
+def variant_group(nodeid: str, test: str, dtype: str, mode: str, spec: Any) -> tuple[str, str, str, str]:
     """(module, operation, dtype, mode): the items that check the same cases.  An op that is not an
     operation's implementation (or draws cases of its own) is its own operation."""
     member = getattr(spec, "member", None)
-    operation = member.operation.name if member is not None and member.shares_cases else item.originalname
-    params = item.callspec.params
-    return item.nodeid.split("::")[0], operation, params["dtype"], params["mode"]
+    operation = member.operation.name if member is not None and member.shares_cases else test
+    return nodeid.split("::")[0], operation, dtype, mode
 
 
 def operation_order(items: list[Any], spec_of: Callable[[Any], Any]) -> list[Any]:
@@ -33,7 +32,8 @@ def operation_order(items: list[Any], spec_of: Callable[[Any], Any]) -> list[Any
     target_rank: dict[str, int] = {}
     keyed = []
     for index, item in enumerate(items):
-        group = variant_group(item, spec_of(item))
+        params = item.callspec.params
+        group = variant_group(item.nodeid, item.originalname, params["dtype"], params["mode"], spec_of(item))
         test = (group[0], item.originalname)
         target = str(item.callspec.params["target"])
         first_of_group.setdefault(group, index)

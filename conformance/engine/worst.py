@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from conformance.checks.registry import CheckOutcome
-    from conformance.checks.context import CaseContext
+from conformance.checks.context import CaseContext
+from conformance.checks.registry import CheckOutcome
 
 WINDOW = 64
 
@@ -72,7 +71,7 @@ class WorstCases:
         previous = self.kept.get(against)
         return previous is None or number > previous.value
 
-    def observe(self, ctx: "CaseContext", outcome: "CheckOutcome") -> None:
+    def observe(self, ctx: CaseContext, outcome: CheckOutcome) -> None:
         if ctx.spec.member is None or outcome.check != "reference" or ctx.output64 is None:
             return
         output = ctx.output64

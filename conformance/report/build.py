@@ -301,7 +301,7 @@ def _timing_charts(run_dir: Path) -> list[dict[str, Any]]:
     if not path.is_file() or path.is_symlink():
         return []
     from conformance.report.charts import timing_charts
-    from conformance.engine.timing import TimingsError, read
+    from conformance.store.timings import TimingsError, read
 
     try:
         return timing_charts(read(path))

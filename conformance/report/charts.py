@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from markupsafe import Markup, escape
 
-from conformance.engine.timing import Timing
+from conformance.store.timings import Timing
 
 BAR, GAP, LABEL_W, BAR_W = 12, 3, 250, 260
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")

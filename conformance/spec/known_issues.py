@@ -61,7 +61,6 @@ _LIST_FIELDS = ("targets", "dtypes", "modes", "checks")
 _BOUNDS = ("max_abs", "max_mismatch_fraction", "max_case_fraction", "max_psnr_gap", "min_psnr")
 _FIELDS = {"id", "op", "link", "reason", "strict", "versions", "where", "match", "min_case_fraction", *_LIST_FIELDS,
            *_BOUNDS}
-VALUE_CHECKS = ("reference", "cross_device", "fidelity")
 # One-sided binomial test: a known issue reproducing more often than its envelope allows fails its item
 # only when chance explains the excess with probability below this (no false alarms on a few cases).
 CASE_FRACTION_ALPHA = 1e-3
@@ -193,7 +192,7 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
-def _parse_entry(raw: dict, where: str) -> KnownIssue:
+def _parse_entry(raw: dict, where: str, value_checks: tuple[str, ...]) -> KnownIssue:
     check_fields(raw, _FIELDS, ("id", "op", "link", "reason"), where, KnownIssuesError)
     if not raw["link"].startswith(_LINK_PREFIXES):
         raise KnownIssuesError(f"{where}: link must be an http(s) URL or a docs/ path, got {raw['link']!r}")
@@ -248,27 +247,28 @@ def _parse_entry(raw: dict, where: str) -> KnownIssue:
             raise KnownIssuesError(f"{where}: 'min_case_fraction' {value} is above 'max_case_fraction' "
                                    f"{values['max_case_fraction']}")
         values["min_case_fraction"] = float(value)
-    _require_envelope(raw, values, where)
+    _require_envelope(raw, values, where, value_checks)
     return KnownIssue(source=where, **values)  # type: ignore[arg-type]
 
 
-def _require_envelope(raw: dict, values: dict[str, object], where: str) -> None:
+def _require_envelope(raw: dict, values: dict[str, object], where: str, value_checks: tuple[str, ...]) -> None:
     """Every entry says how far off and how often (or, for non-value checks, which message) it explains."""
     bounded = any(name in values for name in _BOUNDS)
     checks = values.get("checks", ("*",))
-    about_values = any(fnmatch.fnmatchcase(check, pattern) for check in VALUE_CHECKS for pattern in checks)
+    about_values = any(fnmatch.fnmatchcase(check, pattern) for check in value_checks for pattern in checks)
     if about_values and not bounded:
         raise KnownIssuesError(f"{where}: entry {raw['id']!r} needs an envelope: max_abs, max_mismatch_fraction or "
-                               f"max_case_fraction (how far off, how often; max_psnr_gap, min_psnr for PSNR-judged checks), since it is "
-                               f"about a value check ({', '.join(VALUE_CHECKS)})")
+                               f"max_case_fraction (how far off, how often; max_psnr_gap, min_psnr for PSNR-judged "
+                               f"checks), since it is about a value check ({', '.join(value_checks)})")
     if not bounded and "match" not in values:
         raise KnownIssuesError(f"{where}: entry {raw['id']!r} needs an envelope: 'match' (which failure message) "
                                f"or a bound (max_abs, max_mismatch_fraction, max_case_fraction)")
 
 
-def load(path: Path) -> list[KnownIssue]:
-    """Parse one file; any defect is a KnownIssuesError naming the file and entry."""
-    issues = [_parse_entry(raw, where) for raw, where in read_entries(path, "issue", KnownIssuesError)]
+def load(path: Path, *, value_checks: tuple[str, ...]) -> list[KnownIssue]:
+    """Parse one file; any defect is a KnownIssuesError naming the file and entry.  `value_checks`: the checks
+    that judge values (conformance.checks.registry), about which an entry needs an envelope."""
+    issues = [_parse_entry(raw, where, value_checks) for raw, where in read_entries(path, "issue", KnownIssuesError)]
     seen: set[str] = set()
     for issue in issues:
         if issue.id in seen:

@@ -194,6 +194,15 @@ class ArrayReader:
         return array
 
 
+class BaselineOutputs:
+    """A baseline's recorded outputs (`run --baseline DIR`), read once per process (index) and lazily (arrays)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.index = read_index(folder)
+        self.reader = ArrayReader(folder)
+
+
 def plans(index: dict[OutputKey, Recorded]) -> dict[tuple[str, str, str, str], list[Any]]:
     """The recorded cases per (module, test, dtype, mode), for `--baseline` to check exactly them."""
     from conformance.spec.recipes import Case, RecipeError

@@ -20,8 +20,10 @@ from typing import Any
 import torch
 
 from conformance.devices.placement import PlacementLog
-from conformance.devices.virtual.rules import VirtualMode, resolve
-from conformance.devices.virtual.tensor import NotEmulatable, ensure_device_guard, private, real_device_count, state
+from conformance.devices.torch_private import only_lift_cpu_tensors, set_only_lift_cpu_tensors
+from conformance.devices.virtual.rules import resolve
+from conformance.devices.virtual.state import NotEmulatable, ensure_device_guard, real_device_count, state
+from conformance.devices.virtual.tensor import VirtualMode
 
 # Private torch.cuda functions that torch.cuda.device() and lazy initialisation call: answered too.
 PRIVATE_ANSWERS = ("_lazy_init", "_exchange_device", "_maybe_exchange_device")
@@ -154,8 +156,7 @@ def _patch(count: int) -> None:
             _import_before_patching()
             ensure_device_guard()
             replacements = _replacements(count)
-            lift = private(torch._C, "_only_lift_cpu_tensors")()
-            set_lift = private(torch._C, "_set_only_lift_cpu_tensors")
+            lift = only_lift_cpu_tensors()
             for module, names in replacements:
                 namespace = vars(module)
                 _saved.append((module, {name: namespace[name] for name in names}))
@@ -163,7 +164,7 @@ def _patch(count: int) -> None:
             torch.backends.cudnn.enabled = False  # cuDNN kernels have no CPU twin; take PyTorch's native paths
             for module, names in replacements:
                 vars(module).update(names)  # one dict update per module (tens of setattr calls cost more)
-            set_lift(True)  # torch.tensor(..., device=) then goes through dispatch
+            set_only_lift_cpu_tensors(True)  # torch.tensor(..., device=) then goes through dispatch
         _patch_depth[0] += 1
 
 
@@ -175,7 +176,7 @@ def _unpatch() -> None:
         for module, originals in _saved:
             vars(module).update(originals)
         _saved.clear()
-        private(torch._C, "_set_only_lift_cpu_tensors")(_saved_state["lift"])
+        set_only_lift_cpu_tensors(_saved_state["lift"])
         state.current_index = _saved_state["index"]
         torch.backends.cudnn.enabled = _saved_state["cudnn"]
         _saved_state.clear()

@@ -8,52 +8,19 @@ behave, or no vcuda target is offered and the reason is said.
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
+from conformance.devices import torch_private
 from conformance.devices.virtual import facade, rules, tensor
 
-# Every private entry point the package calls or replaces, by its dotted path.
-PRIVATE_APIS: tuple[str, ...] = (
-    "torch.Tensor._make_wrapper_subclass",  # the wrapper that reports a cuda device
-    "torch._C._disabled_torch_function_impl",  # no __torch_function__ layer on it
-    "torch._C._only_lift_cpu_tensors",  # torch.tensor(data, device=) through dispatch
-    "torch._C._set_only_lift_cpu_tensors",
-    "torch._C._ensureCUDADeviceGuardSet",  # a no-op CUDA device guard without a driver
-    "torch._C._dispatch_has_kernel_for_dispatch_key",  # device-only kernels are refused
-    "torch.utils._python_dispatch.TorchDispatchMode",  # factories with device= are caught
-    "torch.utils._python_dispatch.is_traceable_wrapper_subclass",  # Module.to() swaps the wrapper
+# Every private entry point the virtual device calls or replaces, by its dotted path.
+VIRTUAL_APIS: tuple[str, ...] = (
+    *(path for path in torch_private.PRIVATE_APIS if path != "torch._C._cuda_getDriverVersion"),
     *(f"torch.cuda.{name}" for name in facade.PRIVATE_ANSWERS),  # replaced while a target is active
     *(f"torch.ops.aten.{name}" for name in rules.USED_NAMES),
 )
-
-
-def lookup(path: str) -> Any:
-    """The object at a dotted path: the longest importable module, then attributes."""
-    parts = path.split(".")
-    for split in range(len(parts), 0, -1):
-        try:
-            found: Any = importlib.import_module(".".join(parts[:split]))
-            break
-        except ImportError:
-            continue
-    for part in parts[split:]:
-        found = getattr(found, part)
-    return found
-
-
-def missing_apis() -> list[str]:
-    """The private entry points this torch lacks."""
-    missing = []
-    for path in PRIVATE_APIS:
-        try:
-            lookup(path)
-        except (AttributeError, ImportError, RuntimeError):
-            missing.append(path)
-    return missing
 
 
 def _expect(condition: bool, what: str) -> None:
@@ -99,7 +66,7 @@ SELF_TESTS: tuple[tuple[str, str, Callable[[], None]], ...] = (
 @functools.lru_cache(maxsize=None)
 def unavailable_reason() -> str | None:
     """Why virtual targets cannot run with this torch, or None (asked once per process)."""
-    missing = missing_apis()
+    missing = torch_private.missing(VIRTUAL_APIS)
     if missing:
         return (f"virtual targets are off: torch {torch.__version__} lacks {', '.join(missing)}, which the "
                 f"virtual device needs (see conformance/devices/virtual/probe.py)")

@@ -1,77 +1,37 @@
-"""The virtual tensor: a CPU tensor that reports an accelerator device (`cuda:N`).
+"""The virtual tensor: a CPU tensor that reports an accelerator device (`cuda:N`), and the path of every
+aten op that touches one.
 
-Library code then takes its CUDA branches (`x.is_cuda`, `device.type == "cuda"`) while every
-aten op still runs the CPU kernel on the real values (conformance.devices.virtual.rules decides the
-device of each result).  Python bindings that would set a real C++ CUDA device guard before
+Library code then takes its CUDA branches (`x.is_cuda`, `device.type == "cuda"`) while every aten op
+still runs the CPU kernel on the real values: `dispatch` applies the device rules
+(conformance.devices.virtual.rules), runs the kernel on the inner tensors and rewraps the result on the
+op's device.  `VirtualMode` routes factory calls (`torch.zeros(..., device="cuda:1")`), which involve no
+virtual tensor, the same way.  Python bindings that would set a real C++ CUDA device guard before
 dispatch are overridden here so they go to dispatch directly.
 """
 from __future__ import annotations
 
-import functools
-import threading
 from typing import Any
 
 import torch
 
-from conformance.devices.placement import PlacementLog
+from conformance.devices.placement import PlacementLog, leaves, map_leaves
+from conformance.devices.torch_private import dispatch_mode_base, private
+from conformance.devices.virtual.rules import (COPY, TO_COPY, check_devices, refuse_device_only_kernel, resolve,
+                                               track_origin)
+from conformance.devices.virtual.state import DeviceMixError, NotEmulatable, current_log, ensure_device_guard, state
 
 CPU = torch.device("cpu")
-
-
-class NotEmulatable(RuntimeError):
-    """The op needs something a virtual device cannot provide (a device-only kernel or API)."""
-
-
-class DeviceMixError(RuntimeError):
-    """Two devices met in one op: the error real CUDA raises, with the culprit named."""
-
-
-def private(owner: Any, name: str) -> Any:
-    """A private torch entry point, or a stand-in raising NotEmulatable when this torch lacks it.
-
-    Importing this package must never fail on another torch: the probe (conformance.devices.virtual.probe)
-    finds what is missing and turns virtual targets off, saying why."""
-    found = getattr(owner, name, None)
-    if found is not None:
-        return found
-
-    def missing(*args: Any, **kwargs: Any) -> Any:
-        raise NotEmulatable(f"this torch ({torch.__version__}) has no {name}")
-
-    return missing
-
-
-class _State(threading.local):
-    current_index = 0  # what `torch.cuda.current_device()` answers on this thread
-    direct = 0  # > 0 while this package works on the cpu tensors inside virtual ones (no rules to apply)
-    logs: list[PlacementLog | None]
-
-    def __init__(self) -> None:
-        self.logs = []  # one per active virtual_cuda() entry
-
-
-state = _State()
-
-
-def current_log() -> PlacementLog | None:
-    return state.logs[-1] if state.logs else None
-
-
-def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
-    from conformance.devices.virtual.rules import dispatch  # the rules wrap their results in VirtualTensor
-
-    return dispatch(func, args, kwargs, None)
 
 
 class VirtualTensor(torch.Tensor):
     """A CPU tensor that reports an accelerator device."""
 
     _inner: torch.Tensor
-    __torch_function__ = private(torch._C, "_disabled_torch_function_impl")
+    __torch_function__ = private("torch._C._disabled_torch_function_impl")
 
     @staticmethod
     def __new__(cls, inner: torch.Tensor, device: torch.device) -> "VirtualTensor":
-        wrapper = private(torch.Tensor, "_make_wrapper_subclass")(
+        wrapper = private("torch.Tensor._make_wrapper_subclass")(
             cls, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(),
             dtype=inner.dtype, layout=inner.layout, device=device, requires_grad=False)
         wrapper._inner = inner
@@ -79,7 +39,7 @@ class VirtualTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        return _dispatch(func, args, kwargs or {})
+        return dispatch(func, args, kwargs or {}, None)
 
     # A traceable wrapper: Module.to() then swaps parameters in whole instead of `.data =`,
     # which would keep the device but lose the inner tensor.
@@ -178,19 +138,6 @@ def _index_for(target: VirtualTensor, index: Any) -> Any:
     return tuple(unwrap(p) for p in parts) if isinstance(index, tuple) else unwrap(index)
 
 
-@functools.lru_cache(maxsize=None)
-def real_device_count() -> int:
-    """Real CUDA devices, asked once (before torch.cuda is ever patched)."""
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def ensure_device_guard() -> None:
-    """Without a driver, C++ code that guards a cuda tensor's device would fail: make that
-    guard a no-op, as PyTorch's fake tensors do.  With real CUDA nothing changes."""
-    if real_device_count() == 0:
-        private(torch._C, "_ensureCUDADeviceGuardSet")()
-
-
 def host_tensor(tensor: torch.Tensor) -> torch.Tensor:
     """The harness's own read of a tensor's values on the host: a virtual tensor's data is
     already there (no op runs, nothing is logged); a real device's is copied."""
@@ -205,3 +152,67 @@ def to_virtual(value: Any, device: torch.device) -> Any:
     if isinstance(value, VirtualTensor):
         return value if value.device == device else wrap(value._inner.clone(), device)
     return wrap(value.detach().to("cpu").clone(), device)
+
+
+def dispatch(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> Any:
+    """Run one aten op with virtual-device semantics."""
+    inputs = leaves(args, kwargs)
+    if log is not None:
+        log.note(func, args, kwargs, device_of, inputs)
+    if func.namespace not in ("aten", "prims"):
+        refuse_device_only_kernel(func, inputs)
+    requested = kwargs.get("device")
+    transfer = func is TO_COPY or func is COPY
+    # transfers may cross devices: their output device is the target's (below)
+    device = None if transfer else check_devices(func, args, inputs, log)
+    if requested is not None:
+        device = resolve(requested)
+        kwargs = {**kwargs, "device": CPU}
+        if device.type == "cpu":
+            device = None
+    elif transfer:
+        device = args[0].device if isinstance(args[0], VirtualTensor) else None
+    wrappers = {id(leaf._inner): leaf for leaf in inputs if isinstance(leaf, VirtualTensor)}
+    inner_args = map_leaves(unwrap, args) if wrappers else args
+    inner_kwargs = map_leaves(unwrap, kwargs) if wrappers else kwargs
+    try:
+        result = func(*inner_args, **inner_kwargs)
+    except NotImplementedError as exc:
+        if device is not None:
+            first_line = str(exc).splitlines()[0] if str(exc) else ""
+            raise NotEmulatable(f"{func} has no CPU kernel, so a virtual device cannot run it ({first_line})") from exc
+        raise
+
+    def rewrap(value: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        if id(value) in wrappers:  # in-place and out= ops return their own (virtual) argument
+            return wrappers[id(value)]
+        if device is None:
+            if log is not None:
+                track_origin(func, value, inputs, log)
+            return value
+        return wrap(value, device)
+
+    wrapped = rewrap(result) if isinstance(result, torch.Tensor) else map_leaves(rewrap, result)
+    if log is not None:
+        log.propagate(func, args, kwargs, wrapped, inputs)
+    return wrapped
+
+
+class VirtualMode(dispatch_mode_base()):  # type: ignore[misc]
+    """Routes every op (factories included) through `dispatch`, logging into `log`."""
+
+    def __init__(self, log: PlacementLog | None) -> None:
+        super().__init__()
+        self.log = log
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Virtual targets are never compiled: no dynamo-disabling wrapper per call (see placement.ObserverMode)."""
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if state.direct:  # this package's own work on the cpu tensors inside virtual ones
+            return func(*args, **(kwargs or {}))
+        return dispatch(func, args, kwargs or {}, self.log)

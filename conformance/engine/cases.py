@@ -1,0 +1,158 @@
+"""The per-case cache: each case's input, sampled parameters and reference, and each target's
+`CaseContext` (the op run there), computed once and read by every check's and every target's item.
+
+A variant's items run back to back (see conformance.engine.ordering and the plugin's parametrization),
+so adding a target costs only its own op call and comparisons, and adding a check only its comparison.
+The cache is bounded by bytes: a long run must not grow with every example.  This is the only place
+that builds contexts: a check reads what its context holds and never asks for another.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from conformance.checks import peers
+from conformance.checks.context import CaseContext, CaseInputs, InputImage, Tolerances, expected_output
+from conformance.checks.evidence import arrays
+from conformance.checks.registry import REGISTRY, CheckOutcome, applicable, outcome
+from conformance.devices.calls import run_op, sample_params
+from conformance.devices.runs import OpRun
+from conformance.devices.targets import CPU, Target
+from conformance.spec.opspec import OpSpec
+from conformance.spec.overrides import Override
+from conformance.spec.recipes import Case
+from conformance.store.outputs import BaselineOutputs
+
+
+@dataclass
+class _Sized:
+    """A cached value with the bytes it holds."""
+
+    value: Any
+    nbytes: int = 1024
+
+
+class CaseCache:
+    """Per-case values shared across checks and targets, least recently used first out."""
+
+    def __init__(self, max_bytes: int = 256 * 2**20, overrides: Sequence[Override] = (),
+                 baseline: BaselineOutputs | None = None, timeout_s: float = 0.0) -> None:
+        self.max_bytes = max_bytes
+        self.tolerances = Tolerances(overrides)  # the run's --tolerances rules, tried before each op's own
+        self.baseline = baseline  # another build's outputs, under --baseline
+        self.timeout_s = timeout_s  # --case-timeout, for every op call
+        self._entries: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+        self._bytes = 0
+
+    def _get(self, key: tuple[str, str, str], compute: Callable[[], Any]) -> Any:
+        if key in self._entries:
+            self._entries.move_to_end(key)
+            return self._entries[key]
+        value = compute()
+        self.put(key, value)
+        return value
+
+    def put(self, key: tuple[str, str, str], value: Any) -> None:
+        if key in self._entries:
+            self._bytes -= self._entries.pop(key).nbytes
+        self._entries[key] = value
+        self._bytes += value.nbytes
+        while self._bytes > self.max_bytes and len(self._entries) > 1:
+            _, old = self._entries.popitem(last=False)
+            self._bytes -= old.nbytes
+
+    def input(self, case: Case) -> InputImage:
+        """The case's input, synthesised once per recipe (an operation's implementations share it)."""
+        found: InputImage = self._get(("", case.recipe_key, "input"), lambda: InputImage.make(case.recipe))
+        return found
+
+    def sampled(self, spec: OpSpec, case: Case) -> Any:
+        """Random-augmentation parameters, drawn once per case on the cpu and replayed on every target."""
+        if spec.module is None or spec.module.sample is None:
+            return None
+        source = self.input(case)
+        return self._get((spec.name, case.key, "sampled"),
+                         lambda: _Sized(sample_params(spec, source.on(CPU), case))).value
+
+    def _reference(self, spec: OpSpec, case: Case, source: InputImage, sampled: Any) -> np.ndarray:
+        def compute() -> _Sized:
+            ideal = (spec.reference(source.values, case) if sampled is None
+                     else spec.reference(source.values, case, sampled))
+            found = expected_output(ideal, spec.output_dtype_of(case))
+            return _Sized(found, found.nbytes)
+
+        value: np.ndarray = self._get((spec.name, case.key, "reference"), compute).value
+        return value
+
+    def inputs(self, spec: OpSpec, case: Case) -> CaseInputs:
+        source, sampled = self.input(case), self.sampled(spec, case)
+        return CaseInputs(spec, case, source, sampled, lambda: self._reference(spec, case, source, sampled))
+
+    def has_context(self, spec: OpSpec, case: Case, target: Target, mode: str) -> bool:
+        """Whether the op already ran for this case on this target (else `context` runs it)."""
+        return (spec.name, case.key, f"{target.name}/{mode}") in self._entries
+
+    def context(self, spec: OpSpec, case: Case, target: Target, mode: str) -> CaseContext:
+        """The case on a target, its op run there (and, for a target compared with the cpu, on the cpu first)."""
+        key = (spec.name, case.key, f"{target.name}/{mode}")
+        if key in self._entries:
+            self._entries.move_to_end(key)
+            found: CaseContext = self._entries[key]
+            return found
+        cpu = self.context(spec, case, CPU, mode) if target.compared_with_cpu else None
+        try:
+            inputs = self.inputs(spec, case)
+            tensor_in: torch.Tensor | None = inputs.source.on(target)
+        except (MemoryError, RuntimeError) as exc:  # torch.OutOfMemoryError is a RuntimeError
+            if not isinstance(exc, MemoryError) and "alloc" not in str(exc).lower() \
+                    and not isinstance(exc, torch.OutOfMemoryError):
+                raise
+            inputs = CaseInputs(spec, case, InputImage.unallocated(case.recipe), None, lambda: np.empty(0))
+            tensor_in = None
+            run = OpRun(resource=f"the case's input could not be allocated: {type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:200] if str(exc) else ''}")
+        else:
+            run = run_op(spec, tensor_in, case, target, inputs.sampled, timeout_s=self.timeout_s)
+        found = CaseContext(inputs, target, mode, tensor_in, run, cpu=cpu, tolerances=self.tolerances,
+                            baseline=self.baseline, timeout_s=self.timeout_s)
+        self.put(key, found)
+        return found
+
+    def outcome(self, ctx: CaseContext, check: str) -> CheckOutcome | None:
+        """The check's outcome on this context, with the cross-library measurement made first where the check
+        reads it (the earlier implementations' runs come from this cache)."""
+        if REGISTRY[check].reads_peers and not ctx.peers_measured:
+            entries, calls = peers.plan(ctx)
+            others = {name: self.context(call.spec, call.case, call.target, ctx.mode) for name, call in calls.items()}
+            ctx.peers, ctx.peers_measured = peers.measure(ctx, entries, others), True
+        return outcome(ctx, check)
+
+
+@dataclass
+class CaseResult:
+    """All outcomes of one case on one target, and the arrays behind them."""
+
+    outcomes: list[CheckOutcome]
+    arrays: dict[str, np.ndarray]
+    not_emulatable: str | None = None  # a virtual target cannot run this op
+    resource: str | None = None  # the case ran out of memory: recorded, not a verdict
+
+    @property
+    def failures(self) -> list[CheckOutcome]:
+        return [o for o in self.outcomes if not o.passed]
+
+
+def check_case(spec: OpSpec, case: Case, target: Target, cache: CaseCache, mode: str) -> CaseResult:
+    """Run one case on one target through every applicable check (for the harness's tests and benchmarks)."""
+    ctx = cache.context(spec, case, target, mode)
+    if ctx.run.not_emulatable is not None:
+        return CaseResult([], {}, not_emulatable=ctx.run.not_emulatable)
+    if ctx.run.resource is not None:
+        return CaseResult([], {}, resource=ctx.run.resource)
+    found = [cache.outcome(ctx, check.name) for check in applicable(spec, target, mode)]
+    return CaseResult([o for o in found if o is not None], arrays(ctx))

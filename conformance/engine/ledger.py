@@ -1,0 +1,146 @@
+"""Each test item's ledger: what its cases showed, counted against the known issues that apply to it,
+and the item's verdict when its cases are done.
+
+No pytest here: `ItemEnd` says what the item comes to (pass, an item-level failure, a skip, an xfail, the
+warnings to show), and the plugin turns that into pytest's outcome.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.engine.case_sources import is_final_example
+from conformance.engine.issue_book import unknown_where_keys
+from conformance.engine.judgement import Judgement
+from conformance.engine.worst import WorstCases
+from conformance.devices.targets import Target
+from conformance.spec import known_issues as ki
+from conformance.spec.opspec import OpSpec
+from conformance.spec.recipes import Case
+
+
+@dataclass(frozen=True)
+class ItemInfo:
+    """A conformance test item as the engine sees it (the plugin reads it off pytest's item)."""
+
+    nodeid: str
+    test: str  # the test function's name, `test_<op>`
+    module_path: Path  # the case module, beside which its known_issues.toml is found
+    spec: OpSpec
+    target: str
+    dtype: str
+    mode: str
+    check: str
+
+
+@dataclass
+class ItemState:
+    """What one test item has seen across its cases."""
+
+    info: ItemInfo
+    target: Target
+    applicable: list[ki.KnownIssue]
+    plan_key: tuple[str, ...] = ()  # the variant's cases: drawn once, checked by every target's items
+    shared_key: tuple[str, ...] | None = None  # an operation's cases, shared by its implementations
+    reproduced: set[str] = field(default_factory=set)
+    in_scope: Counter = field(default_factory=Counter)  # issue id -> counted cases in its scope
+    reproductions: Counter = field(default_factory=Counter)  # issue id -> counted cases it explained
+    warnings: Counter = field(default_factory=Counter)  # warning message -> cases
+    features_seen: set[str] = field(default_factory=set)  # feature names of its cases (for `where` typos)
+    checked: int = 0  # cases the check applied to (it has nothing to look at when, e.g., the op raised)
+    failure_seen: bool = False
+    examples: int = 0
+    drawn: list[Case] = field(default_factory=list)  # hypothesis' generated cases, in order, once each
+    settled: set[str] = field(default_factory=set)  # cases already checked without an unexpected failure
+    source: str = "hypothesis"  # "plan": replaying another item's cases; "shrink": hypothesis after that
+    worst: WorstCases | None = None  # an operation implementation's reference item: its worst cases
+    base: dict[str, Any] = field(default_factory=dict)  # the item's fields in every record of it
+
+    @property
+    def spec(self) -> OpSpec:
+        return self.info.spec
+
+    @property
+    def check(self) -> str:
+        return self.info.check
+
+    @property
+    def nodeid(self) -> str:
+        return self.info.nodeid
+
+    @property
+    def where(self) -> str:
+        info = self.info
+        return f"{info.spec.name} on {info.target}{' (virtual)' if self.target.virtual else ''} " \
+               f"[{info.dtype}, {info.mode}]"
+
+    def phase(self, unexpected: bool, replaying: bool) -> str:
+        """Which phase of the item this example belongs to: explore, shrink, final or replay (only explore,
+        final and replay are counted)."""
+        if self.source == "plan":
+            return "explore"  # each planned case once, as hypothesis' generation would have it
+        if is_final_example():
+            return "replay" if replaying else "final"
+        if unexpected or self.failure_seen or self.source == "shrink":
+            # hypothesis reruns the minimal failure as its final example; after a planned case
+            # failed, its rerun of the earlier cases was counted already
+            return "shrink"
+        return "replay" if replaying else "explore"
+
+    def count(self, judged: Judgement, scoped: list[ki.KnownIssue], counted: bool, warning: str | None) -> None:
+        """One checked case: the entries in whose scope it was, the one that explained it, a warning."""
+        self.checked += 1
+        if counted:
+            self.in_scope.update(i.id for i in scoped)
+        if judged.issue is not None:
+            self.reproduced.add(judged.issue.id)
+            if counted:
+                self.reproductions[judged.issue.id] += 1
+        if warning is not None and counted:
+            self.warnings[warning] += 1
+
+
+@dataclass
+class ItemEnd:
+    """What an item comes to when its cases are done."""
+
+    xfail: str | None = None  # every failure was a known issue within its envelope
+    fail: str | None = None  # an item-level failure: a stale strict entry, an issue reproducing too often
+    skip: str | None = None  # the check applied to none of the cases
+    warnings: list[str] = field(default_factory=list)  # lesser findings (in the store; the terminal aggregates them)
+
+
+def shown_warnings(state: ItemState) -> list[str]:
+    return [f"{state.where}: {state.check} in {count} of {state.examples} cases: {message}"
+            for message, count in state.warnings.items()]
+
+
+def verdict(state: ItemState, staleness: ki.Staleness) -> ItemEnd:
+    """The end of an item whose cases all ran (none failed unexpectedly): an item-level failure (a `where` key
+    naming no feature, a strict entry that would have shown, an entry reproducing more often than its envelope),
+    else an xfail for the known issues it saw, a skip when the check had nothing to look at, or a pass."""
+    shown = shown_warnings(state)
+    problems = unknown_where_keys(state.applicable, state.features_seen)
+    if staleness.fixed:
+        names = ", ".join(f"{i.id} ({i.link})" for i, _, _ in staleness.fixed)
+        issue, cases, chance = staleness.fixed[0]
+        info = state.info
+        problems.append(
+            f"unexpected pass: known issue {names} did not reproduce in the {info.check} or any other item of "
+            f"{info.spec.name} on {info.target} [{info.dtype}, {info.mode}] it applies to, in {cases} "
+            f"cases in its scope (if it still reproduced in {issue.least_case_fraction:.0%} of them, the chance "
+            f"of seeing none is {chance:.1e}); it may be fixed in this build: delete the entry from "
+            f"{issue.source.split(' [[')[0]}")
+    problems += [m for i in state.applicable
+                 if (m := i.too_often(state.reproductions[i.id], state.in_scope[i.id])) is not None]
+    if problems:
+        return ItemEnd(fail="; ".join(problems), warnings=shown)
+    if state.reproduced:
+        hit = [i for i in state.applicable if i.id in state.reproduced]
+        return ItemEnd(xfail="; ".join(f"known issue {i.id}: {i.reason} ({i.link})" for i in hit), warnings=shown)
+    if state.examples and not state.checked:
+        return ItemEnd(skip=f"the {state.check} check applied to none of the {state.examples} cases (the op "
+                            f"raised in each: see the item of the check that failed)", warnings=shown)
+    return ItemEnd(warnings=shown)
