@@ -13,6 +13,7 @@ and different seeds sweep different cases).
     python benchmarks/calibrate.py cases/test_resize.py -n 2000 --targets cpu,vcuda:0 --json out.json
     python benchmarks/calibrate.py --summary out.json ...   # markdown tables of saved sweeps
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,12 +29,13 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from conformance.checks.registry import applicable, value_checks
+from conformance.devices.targets import discover, select
 from conformance.engine.cases import CaseCache
 from conformance.engine.judgement import judge
-from conformance.spec.known_issues import KnownIssue, load
-from conformance.spec.opspec import OpSpec
-from conformance.devices.targets import discover, select
+from conformance.spec.issue_files import load
+from conformance.spec.known_issues import KnownIssue
 from conformance.spec.loading import load_specs
+from conformance.spec.opspec import OpSpec
 
 
 class Cell:
@@ -47,8 +49,9 @@ class Cell:
         self.psnr: list[float] = []
         self.gap: list[float] = []  # fidelity: dB lost beyond the reference
         self.unexplained: list[dict[str, Any]] = []
-        self.issues: dict[str, dict[str, Any]] = defaultdict(lambda: {"in_scope": 0, "explained": 0, "max_abs": 0.0,
-                                                                       "max_mismatch": 0.0, "outside": 0})
+        self.issues: dict[str, dict[str, Any]] = defaultdict(
+            lambda: {"in_scope": 0, "explained": 0, "max_abs": 0.0, "max_mismatch": 0.0, "outside": 0}
+        )
         self.warnings = 0
 
     def add(self, outcome, issues: list[KnownIssue], features: dict[str, Any], case_json: str) -> None:
@@ -92,25 +95,44 @@ class Cell:
                 return None
             return float(np.min(values) if low else np.max(values) if q is None else np.percentile(values, q))
 
-        return {"cases": self.cases, "over": self.over, "warnings": self.warnings,
-                "max_abs": stat(self.max_abs), "p99_abs": stat(self.max_abs, 99), "p999_abs": stat(self.max_abs, 99.9),
-                "max_mismatch": stat(self.mismatch), "min_psnr": stat(self.psnr, low=True),
-                "max_gap_db": stat(self.gap), "p99_gap_db": stat(self.gap, 99),
-                "issues": {k: dict(v) for k, v in self.issues.items()}, "unexplained": self.unexplained}
+        return {
+            "cases": self.cases,
+            "over": self.over,
+            "warnings": self.warnings,
+            "max_abs": stat(self.max_abs),
+            "p99_abs": stat(self.max_abs, 99),
+            "p999_abs": stat(self.max_abs, 99.9),
+            "max_mismatch": stat(self.mismatch),
+            "min_psnr": stat(self.psnr, low=True),
+            "max_gap_db": stat(self.gap),
+            "p99_gap_db": stat(self.gap, 99),
+            "issues": {k: dict(v) for k, v in self.issues.items()},
+            "unexplained": self.unexplained,
+        }
 
 
-def sweep(spec: OpSpec, dtype: str, mode: str, targets, issues: list[KnownIssue], examples: int,
-          seed_value: int) -> dict[str, Cell]:
+def sweep(
+    spec: OpSpec, dtype: str, mode: str, targets, issues: list[KnownIssue], examples: int, seed_value: int
+) -> dict[str, Cell]:
     cells: dict[str, Cell] = defaultdict(Cell)
     shared = CaseCache(max_bytes=64 * 2**20)
     targets = [target for target in targets if spec.runs_on(target)]  # a host library: the cpu only
     checks = {target.name: [c.name for c in applicable(spec, target, mode)] for target in targets}
-    scoped = {(target.name, check): [i for i in issues if i.applies_to(spec.name, target.name, dtype, mode, check)]
-              for target in targets for check in checks[target.name]}
+    scoped = {
+        (target.name, check): [i for i in issues if i.applies_to(spec.name, target.name, dtype, mode, check)]
+        for target in targets
+        for check in checks[target.name]
+    }
 
     @seed(seed_value)
-    @settings(max_examples=examples, derandomize=False, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        derandomize=False,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(case=spec.cases(dtype, mode))
     def run(case) -> None:
         features = spec.case_features(case)
@@ -129,25 +151,32 @@ def sweep(spec: OpSpec, dtype: str, mode: str, targets, issues: list[KnownIssue]
 
 def summarize(paths: list[Path]) -> None:
     """Markdown: per variant and cell the compared metric's distribution, then per known issue its scope."""
+
     def number(value: Any) -> str:
         return "-" if value is None else f"{value:.3g}"
 
-    print("| variant | target/check | cases | over | max \\|d\\| | p99 | p99.9 | max mismatch | min PSNR | max gap dB |")
+    print(
+        "| variant | target/check | cases | over | max \\|d\\| | p99 | p99.9 | max mismatch | min PSNR | max gap dB |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     issues = []
     for path in paths:
         for row in json.loads(path.read_text()):
             if row["cell"].split("/")[1] in ("reference", "cross_device", "fidelity") or row["over"]:
-                print(f"| {row['variant']} | {row['cell']} | {row['cases']} | {row['over']} | {number(row['max_abs'])} | "
-                      f"{number(row['p99_abs'])} | {number(row['p999_abs'])} | {number(row['max_mismatch'])} | "
-                      f"{number(row['min_psnr'])} | {number(row['max_gap_db'])} |")
+                print(
+                    f"| {row['variant']} | {row['cell']} | {row['cases']} | {row['over']} | {number(row['max_abs'])} | "
+                    f"{number(row['p99_abs'])} | {number(row['p999_abs'])} | {number(row['max_mismatch'])} | "
+                    f"{number(row['min_psnr'])} | {number(row['max_gap_db'])} |"
+                )
             issues += [(row["variant"], row["cell"], issue, found) for issue, found in row["issues"].items()]
     print("\n| known issue | variant | target/check | in scope | explained | max \\|d\\| | max mismatch |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for variant, cell, issue, found in sorted(issues, key=lambda x: (x[2], x[0], x[1])):
         if found["explained"]:
-            print(f"| {issue} | {variant} | {cell} | {found['in_scope']} | {found['explained']} | "
-                  f"{number(found['max_abs'])} | {number(found['max_mismatch'])} |")
+            print(
+                f"| {issue} | {variant} | {cell} | {found['in_scope']} | {found['explained']} | "
+                f"{number(found['max_abs'])} | {number(found['max_mismatch'])} |"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,8 +206,15 @@ def main(argv: list[str] | None = None) -> int:
                 if args.k not in variant:
                     continue
                 start = time.perf_counter()
-                cells = sweep(spec, dtype, mode, [t for t in targets if not (t.virtual and spec.needs_real_device)],
-                              issues, args.examples, args.seed)
+                cells = sweep(
+                    spec,
+                    dtype,
+                    mode,
+                    [t for t in targets if not (t.virtual and spec.needs_real_device)],
+                    issues,
+                    args.examples,
+                    args.seed,
+                )
                 seconds = time.perf_counter() - start
                 for key, cell in sorted(cells.items()):
                     row = {"variant": variant, "cell": key, "seconds": round(seconds, 1)} | cell.row()
@@ -194,11 +230,16 @@ def _line(row: dict[str, Any]) -> str:
     def number(value: Any) -> str:
         return "-" if value is None else f"{value:.3g}"
 
-    issues = " ".join(f"{k}:{v['explained']}/{v['in_scope']} abs<={number(v['max_abs'])} "
-                      f"mis<={number(v['max_mismatch'])} outside={v['outside']}" for k, v in row["issues"].items())
-    return (f"{row['variant']:<44} {row['cell']:<24} n={row['cases']:<5} over={row['over']:<4} "
-            f"max={number(row['max_abs'])} p99={number(row['p99_abs'])} mis={number(row['max_mismatch'])} "
-            f"psnr>={number(row['min_psnr'])} gap={number(row['max_gap_db'])} {issues}")
+    issues = " ".join(
+        f"{k}:{v['explained']}/{v['in_scope']} abs<={number(v['max_abs'])} "
+        f"mis<={number(v['max_mismatch'])} outside={v['outside']}"
+        for k, v in row["issues"].items()
+    )
+    return (
+        f"{row['variant']:<44} {row['cell']:<24} n={row['cases']:<5} over={row['over']:<4} "
+        f"max={number(row['max_abs'])} p99={number(row['p99_abs'])} mis={number(row['max_mismatch'])} "
+        f"psnr>={number(row['min_psnr'])} gap={number(row['max_gap_db'])} {issues}"
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ then the lowest over the cells with at least MIN_CASES in scope, rounded down to
     python benchmarks/five_seeds.py --keep /tmp/seeds
     python benchmarks/case_fractions.py /tmp/seeds/seed-*        # proposed values, per entry
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,10 @@ def main() -> None:
             continue
         lowest = min(judged)
         proposed = math.floor(lowest[0] * 20) / 20
-        print(f"{issue}: min_case_fraction = {proposed:.2f}  (lowest cell {'/'.join(lowest[3])}: {lowest[2]} of "
-              f"{lowest[1]}; {len(judged)} cells)")
+        print(
+            f"{issue}: min_case_fraction = {proposed:.2f}  (lowest cell {'/'.join(lowest[3])}: {lowest[2]} of "
+            f"{lowest[1]}; {len(judged)} cells)"
+        )
 
 
 if __name__ == "__main__":

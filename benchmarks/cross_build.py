@@ -8,6 +8,7 @@ baseline of the same fixed cases (the derandomised `baseline` profile) with timi
 then compared with the old one.  Exit status: `compare`'s (1 when something changed beyond
 tolerance or slowed down).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old_python")
     parser.add_argument("new_python")
-    parser.add_argument("-o", "--output", type=Path, default=Path("reports") / f"cross-build-{time.strftime('%Y%m%d-%H%M%S')}")
+    parser.add_argument(
+        "-o", "--output", type=Path, default=Path("reports") / f"cross-build-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
     parser.add_argument("--slowdown", default="1.5")
     args, pytest_args = parser.parse_known_args()
     pytest_args = [a for a in pytest_args if a != "--"]
@@ -35,8 +38,20 @@ def main() -> int:
         print(f"{side} baseline ({python}): exit {rc} in {time.perf_counter() - started:.1f} s", flush=True)
         if rc != 0:
             return rc
-    return subprocess.call([args.new_python, "-m", "conformance", "compare", str(folders["old"]), str(folders["new"]),
-                            "--slowdown", args.slowdown, "--json", str(args.output / "compare.json")])
+    return subprocess.call(
+        [
+            args.new_python,
+            "-m",
+            "conformance",
+            "compare",
+            str(folders["old"]),
+            str(folders["new"]),
+            "--slowdown",
+            args.slowdown,
+            "--json",
+            str(args.output / "compare.json"),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ A gate that fails on some seeds cries wolf; this shows what a user's first few r
     python benchmarks/five_seeds.py --seeds 11 12 -- -k jpeg
     python benchmarks/five_seeds.py --keep /tmp/seeds    # keep the run folders (benchmarks/case_fractions.py)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,10 +36,25 @@ def main() -> int:
             run = Path(scratch) / f"seed-{seed}"
             start = time.perf_counter()
             done = subprocess.run(
-                [sys.executable, "-m", "conformance", "run", "-p", "no:cacheprovider", "-q", "-rf", "--hypothesis-profile=dev",
-                 f"--hypothesis-seed={seed}", f"--run-name=seed-{seed}", *args.pytest_args],
-                cwd=ROOT, capture_output=True, text=True,
-                env=env | {"HYPOTHESIS_STORAGE_DIRECTORY": str(run / "hypothesis"), "CONFORMANCE_REPORTS": scratch})
+                [
+                    sys.executable,
+                    "-m",
+                    "conformance",
+                    "run",
+                    "-p",
+                    "no:cacheprovider",
+                    "-q",
+                    "-rf",
+                    "--hypothesis-profile=dev",
+                    f"--hypothesis-seed={seed}",
+                    f"--run-name=seed-{seed}",
+                    *args.pytest_args,
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                env=env | {"HYPOTHESIS_STORAGE_DIRECTORY": str(run / "hypothesis"), "CONFORMANCE_REPORTS": scratch},
+            )
             seconds = time.perf_counter() - start
             failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED ")]
             summary = run / "summary.json"

@@ -25,6 +25,7 @@ times and the ratios (a)/(c) and (b)/(c), and the bare loop's time per target.
     python benchmarks/harness_overhead.py cases/test_resize.py --targets cpu --max-examples 20
     python benchmarks/harness_overhead.py --keep /tmp/overhead     # keep the runs (e.g. to profile one again)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,9 +49,27 @@ WINDOW = 64  # cases an ISA worker may run ahead of the loop
 
 def harness(modules: list[str], targets: str, reports: Path, name: str, extra: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", *modules, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "--hypothesis-profile=ci", f"--targets={targets}", f"--reports-dir={reports}",
-                           f"--run-name={name}", *extra], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *modules,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "--hypothesis-profile=ci",
+            f"--targets={targets}",
+            f"--reports-dir={reports}",
+            f"--run-name={name}",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):
         sys.exit(f"the harness run failed (exit {done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
@@ -77,8 +96,9 @@ def checked_work(run_dir: Path) -> list[dict]:
 def bare(work_file: Path, modules: list[str]) -> float:
     """Run the bare loop in its own process; returns that process's wall time."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, __file__, "--bare-loop", str(work_file), *modules],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, __file__, "--bare-loop", str(work_file), *modules], capture_output=True, text=True, cwd=ROOT
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"the bare loop failed:\n{done.stderr[-3000:]}")
@@ -106,8 +126,11 @@ def _plain(value: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return ("tensor", value.detach().cpu().float().numpy() if value.dtype == torch.bfloat16 else
-                value.detach().cpu().numpy(), str(value.dtype))
+        return (
+            "tensor",
+            value.detach().cpu().float().numpy() if value.dtype == torch.bfloat16 else value.detach().cpu().numpy(),
+            str(value.dtype),
+        )
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -133,7 +156,6 @@ def isa_worker(modules: list[str]) -> None:
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from conformance.spec.loading import load_specs
-
     from conformance.spec.recipes import Case, materialize
 
     specs = {spec.name: spec for module in modules for spec in load_specs([ROOT / module])}
@@ -151,8 +173,9 @@ def isa_worker(modules: list[str]) -> None:
             torch.default_generator.manual_seed(case.recipe.seed)
             image = materialize(case.recipe)
             if spec.module is not None:
-                output = spec.module.forward(spec.module.build(dict(case.params)), image, dict(case.params),
-                                             _tensors(sampled))
+                output = spec.module.forward(
+                    spec.module.build(dict(case.params)), image, dict(case.params), _tensors(sampled)
+                )
             else:
                 output = spec.call(image, dict(case.params))
             if spec.read_output is not None:
@@ -169,8 +192,13 @@ class IsaFeed:
 
     def __init__(self, level: str, modules: list[str], requests: list[tuple[str, Any]]) -> None:
         env = dict(os.environ, ATEN_CPU_CAPABILITY=level)
-        self.process = subprocess.Popen([sys.executable, __file__, "--isa-worker", *modules], cwd=ROOT, env=env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--isa-worker", *modules],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
         self.answers: deque[Any] = deque()
         self.ready = threading.Condition()
         self.taken = 0
@@ -212,11 +240,10 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     import torch
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from conformance.spec.loading import load_specs
-
     from conformance.devices.calls import sample_params
-    from conformance.spec.recipes import Case, apply_layout, materialize, to_float64
     from conformance.devices.targets import discover
+    from conformance.spec.loading import load_specs
+    from conformance.spec.recipes import Case, apply_layout, materialize, to_float64
 
     def seeded(seed: int):
         fork = torch.random.fork_rng(devices=[])
@@ -235,8 +262,11 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                     module = spec.module.build(dict(case.params))
                     if move:
                         module = target.put(module)
-                    params = None if sampled is None or own_sampling else {
-                        k: target.put(v) if isinstance(v, torch.Tensor) else v for k, v in sampled.items()}
+                    params = (
+                        None
+                        if sampled is None or own_sampling
+                        else {k: target.put(v) if isinstance(v, torch.Tensor) else v for k, v in sampled.items()}
+                    )
                     output = spec.module.forward(module, image, dict(case.params), params)
                 target.synchronize()
             return spec.read_output(output) if spec.read_output is not None else output
@@ -270,7 +300,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     feeds = {}
     for name in sorted({n for entry in work for n in entry["targets"] if getattr(targets[n], "level", None)}):
         requests = []
-        for entry, case in zip(work, cases):
+        for entry, case in zip(work, cases, strict=False):
             if name in entry["targets"]:
                 spec = specs[case.op]
                 sampled = sample_params(spec, materialize(case.recipe), case) if spec.module is not None else None
@@ -278,7 +308,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         feeds[name] = IsaFeed(targets[name].level, modules, requests)
     spent: dict[str, float] = defaultdict(float)
     compared = 0
-    for entry, case in zip(work, cases):
+    for entry, case in zip(work, cases, strict=False):
         began = time.perf_counter()
         spec = specs[case.op]
         dense = materialize(dataclasses.replace(case.recipe, layout="contiguous"))  # synthesised once per case
@@ -298,9 +328,9 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
             if name in feeds:
                 outputs[name] = feeds[name].next()
             else:
-                def fresh():  # each call gets its own copy of the input, in the recipe's layout
-                    return apply_layout(target.put(dense) if target.is_accelerator else dense.clone(),
-                                        case.recipe.layout)
+
+                def fresh(target=target, dense=dense, layout=case.recipe.layout):  # a fresh copy for every call
+                    return apply_layout(target.put(dense) if target.is_accelerator else dense.clone(), layout)
 
                 output = call(spec, case, target, fresh(), sampled)
                 outputs[name] = to_float64(output.cpu()) if isinstance(output, torch.Tensor) else None
@@ -312,16 +342,21 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
             if valid:
                 compare(outputs[name], expected, spec.tolerance("reference", case.recipe.dtype, entry["mode"], name))
                 if name != "cpu" and "cpu" in outputs:
-                    compare(outputs[name], outputs["cpu"],
-                            spec.tolerance("cross_device", case.recipe.dtype, entry["mode"], name))
+                    compare(
+                        outputs[name],
+                        outputs["cpu"],
+                        spec.tolerance("cross_device", case.recipe.dtype, entry["mode"], name),
+                    )
                 compared += 1
             spent[name] += time.perf_counter() - began
     for feed in feeds.values():
         feed.close()
     end = time.perf_counter()
-    print(f"bare loop: {sum(len(e['targets']) for e in work)} case-target runs ({compared} compared) in "
-          f"{end - imported:.1f} s after {imported - start:.1f} s of imports; per target: "
-          + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in spent.items()))
+    print(
+        f"bare loop: {sum(len(e['targets']) for e in work)} case-target runs ({compared} compared) in "
+        f"{end - imported:.1f} s after {imported - start:.1f} s of imports; per target: "
+        + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in spent.items())
+    )
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ checked examples were counted and how many were shrinking steps.
 
     python benchmarks/known_failure_cost.py --max-examples 100
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = '[[issue]]\nid = "shift"\nop = "shifted"\nlink = "https://example.org/shift"\nreason = "planted"\n'
 
@@ -28,9 +28,24 @@ def session(folder: Path, op: str, call: str, known: bool, examples: int) -> tup
     issues = folder / "known_issues.toml"
     issues.write_text(ENTRY if known else "")
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-profile=ci",
-                    "--targets=cpu", f"--max-examples={examples}", f"--run-name={op}-{known}", "test_cases.py"],
-                   cwd=folder, capture_output=True, check=False)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--hypothesis-profile=ci",
+            "--targets=cpu",
+            f"--max-examples={examples}",
+            f"--run-name={op}-{known}",
+            "test_cases.py",
+        ],
+        cwd=folder,
+        capture_output=True,
+        check=False,
+    )
     seconds = time.perf_counter() - start
     groups = json.loads((folder / "reports" / f"{op}-{known}" / "summary.json").read_text())["groups"]
     placement = [g for g in groups if g["check"] == "placement"]
@@ -44,13 +59,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         shutil.copy(ROOT / "tests" / "planted_ops.py", folder)
-        runs = {"correct op": session(folder, "good", "good_resize", False, args.max_examples),
-                "failing op, known issue": session(folder, "shifted", "shifted_resize", True, args.max_examples),
-                "failing op, no entry": session(folder, "shifted", "shifted_resize", False, args.max_examples)}
+        runs = {
+            "correct op": session(folder, "good", "good_resize", False, args.max_examples),
+            "failing op, known issue": session(folder, "shifted", "shifted_resize", True, args.max_examples),
+            "failing op, no entry": session(folder, "shifted", "shifted_resize", False, args.max_examples),
+        }
     base = runs["correct op"][0]
     for name, (seconds, counted, shrinking) in runs.items():
-        print(f"{name:26s} {seconds:6.1f} s ({seconds / base:.2f}x)  {counted:4d} examples checked, "
-              f"{shrinking:4d} shrinking steps")
+        print(
+            f"{name:26s} {seconds:6.1f} s ({seconds / base:.2f}x)  {counted:4d} examples checked, "
+            f"{shrinking:4d} shrinking steps"
+        )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ measures the effect of synchronising before the call (vision#8587: noisy output 
 
     python benchmarks/nvjpeg_sweep.py --cases 2000 --json nvjpeg.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,15 +23,16 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cases"))
 
-from conformance.spec.recipes import Recipe, materialize  # noqa: E402
-from test_jpeg import pillow_decode, pillow_encode  # noqa: E402
+from test_jpeg import pillow_decode, pillow_encode
+
+from conformance.spec.recipes import Recipe, materialize
 
 CONTENTS = ("noise", "gradient", "constant", "checkerboard", "extremes")
 
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
 def stats(got: np.ndarray, expected: np.ndarray) -> dict[str, float]:
@@ -42,8 +44,14 @@ def one_case(rng: random.Random, device: str) -> dict:
     import torchvision.io as io
 
     side = lambda: rng.choice([rng.randint(1, 8), rng.randint(9, 64), rng.randint(65, 300)])  # noqa: E731
-    recipe = Recipe(height=side(), width=side(), channels=rng.choice([1, 3]), dtype="uint8",
-                    content=rng.choice(CONTENTS), seed=rng.randint(0, 2**31 - 1))
+    recipe = Recipe(
+        height=side(),
+        width=side(),
+        channels=rng.choice([1, 3]),
+        dtype="uint8",
+        content=rng.choice(CONTENTS),
+        seed=rng.randint(0, 2**31 - 1),
+    )
     quality = rng.randint(1, 100)
     image = materialize(recipe).contiguous()  # C, H, W uint8
     chw = image.numpy().astype(np.float64)
@@ -64,8 +72,7 @@ def one_case(rng: random.Random, device: str) -> dict:
                 torch.cuda.synchronize()
             encoded = io.encode_jpeg(gpu_image, quality=quality)
             decoded = pillow_decode(bytes(encoded.cpu().numpy()))
-            row[key] = stats(decoded, reference) | {
-                "fidelity_gap": psnr(reference, chw) - psnr(decoded, chw)}
+            row[key] = stats(decoded, reference) | {"fidelity_gap": psnr(reference, chw) - psnr(decoded, chw)}
         except Exception as exc:  # noqa: BLE001
             row[key + "_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
     return row
@@ -79,20 +86,24 @@ def summarise(rows: list[dict]) -> dict:
             continue
         finite = [f["psnr"] for f in found if np.isfinite(f["psnr"])]
         out[key] = {
-            "n": len(found), "max_abs": max(f["max_abs"] for f in found),
+            "n": len(found),
+            "max_abs": max(f["max_abs"] for f in found),
             "cases_beyond_1": sum(f["max_abs"] > 1 for f in found),
             "max_mismatch": max(f["mismatch"] for f in found),
             "min_psnr": min(finite) if finite else None,
             "max_fidelity_gap": max((f.get("fidelity_gap", 0) for f in found), default=None),
         }
         for small in (True, False):
-            part = [r[key] for r in rows if key in r
-                    and (min(r["recipe"]["height"], r["recipe"]["width"]) < 8) == small]
+            part = [
+                r[key] for r in rows if key in r and (min(r["recipe"]["height"], r["recipe"]["width"]) < 8) == small
+            ]
             fin = [f["psnr"] for f in part if np.isfinite(f["psnr"])]
             out[key]["min_side<8" if small else "min_side>=8"] = {
-                "n": len(part), "max_abs": max((f["max_abs"] for f in part), default=None),
+                "n": len(part),
+                "max_abs": max((f["max_abs"] for f in part), default=None),
                 "min_psnr": min(fin) if fin else None,
-                "max_fidelity_gap": max((f.get("fidelity_gap", 0) for f in part), default=None)}
+                "max_fidelity_gap": max((f.get("fidelity_gap", 0) for f in part), default=None),
+            }
     for key in ("decode_error", "encode_error", "encode_synced_error"):
         errors: dict[str, int] = {}
         for r in rows:

@@ -9,6 +9,7 @@ reasons), the narrowed strategies and every failing item with its first message.
     python benchmarks/old_releases.py                          # the releases in docs/compatibility.md
     python benchmarks/old_releases.py kornia==0.7.2 --max-examples 50
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,30 +24,58 @@ from pathlib import Path
 from conformance.store.reader import read_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]
-RELEASES = ["kornia==0.6.12", "kornia==0.7.0", "kornia==0.7.2", "kornia==0.7.3", "kornia==0.8.0", "kornia==0.8.3",
-            "torchvision==0.15.2", "torchvision==0.16.2", "torchvision==0.17.2", "torchvision==0.18.1"]
+RELEASES = [
+    "kornia==0.6.12",
+    "kornia==0.7.0",
+    "kornia==0.7.2",
+    "kornia==0.7.3",
+    "kornia==0.8.0",
+    "kornia==0.8.3",
+    "torchvision==0.15.2",
+    "torchvision==0.16.2",
+    "torchvision==0.17.2",
+    "torchvision==0.18.1",
+]
 EXTRA = ["requests"]  # pure-Python imports of old torchvision releases that the current environment lacks
 
 
 def install(release: str, cache: Path) -> Path:
     folder = cache / release.replace("==", "-")
     if not folder.is_dir():
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(folder),
-                        release], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(folder), release],
+            check=True,
+        )
     return folder
 
 
 def run(release: str, folder: Path, extra: Path, max_examples: int, keyword: str) -> dict:
     reports = Path(tempfile.mkdtemp(prefix="old-release-"))
     env = os.environ | {"PYTHONPATH": f"{folder}{os.pathsep}{extra}", "CI": "1", "CONFORMANCE_REPORTS": str(reports)}
-    command = [sys.executable, "-m", "conformance", "run", "-p", "no:cacheprovider", "-q", "-rs",
-               f"--max-examples={max_examples}", "--run-name=run", *(["-k", keyword] if keyword else [])]
+    command = [
+        sys.executable,
+        "-m",
+        "conformance",
+        "run",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rs",
+        f"--max-examples={max_examples}",
+        "--run-name=run",
+        *(["-k", keyword] if keyword else []),
+    ]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     lines = done.stdout.splitlines()
-    found = {"release": release, "exit": done.returncode, "tail": lines[-1] if lines else done.stderr[-500:],
-             "imported": [ln for ln in lines if ln.startswith("conformance: ") and "-" in ln][:2],
-             "narrowed": [ln for ln in lines if ln.startswith("narrowed: ")],
-             "skips": [ln for ln in lines if ln.startswith("SKIPPED [")], "failures": Counter()}
+    found = {
+        "release": release,
+        "exit": done.returncode,
+        "tail": lines[-1] if lines else done.stderr[-500:],
+        "imported": [ln for ln in lines if ln.startswith("conformance: ") and "-" in ln][:2],
+        "narrowed": [ln for ln in lines if ln.startswith("narrowed: ")],
+        "skips": [ln for ln in lines if ln.startswith("SKIPPED [")],
+        "failures": Counter(),
+    }
     summary = reports / "run" / "summary.json"
     if summary.is_file():
         for group in json.loads(summary.read_text())["groups"]:

@@ -10,6 +10,7 @@ and target.
     python benchmarks/operation_overhead.py                       # resize_cv2's uint8 bilinear, cpu
     python benchmarks/operation_overhead.py --op normalize_v1 --mode valid --dtype float32 --targets cpu,vcuda:0
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,11 +20,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, seed, settings
 
-from conformance.spec.loading import load_specs
 from conformance.checks.registry import applicable
-from conformance.engine.cases import CaseCache, check_case
 from conformance.devices.targets import discover, select
+from conformance.engine.cases import CaseCache, check_case
 from conformance.engine.worst import WorstCases
+from conformance.spec.loading import load_specs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,17 +91,25 @@ def main() -> None:
     peers = [p for p in member.member.earlier() if (args.dtype, args.mode) in p.variant_pairs()]
     for peer in peers:  # as in a suite run: the earlier implementations ran first
         run_all(peer, cases, targets, args.mode, shared)
-    whole = {name: run_all(spec, cases, targets, args.mode, shared) for name, spec in (("alone", alone), ("member", member))}
+    whole = {
+        name: run_all(spec, cases, targets, args.mode, shared) for name, spec in (("alone", alone), ("member", member))
+    }
     best = {"alone": float("inf"), "member": float("inf")}
     for _ in range(args.blocks):
         for name, spec in (("alone", alone), ("member", member)):
             best[name] = min(best[name], checks_only(spec, cases, targets, args.mode, shared))
     ms = {k: v / len(cases) * 1e3 for k, v in best.items()}
-    print(f"{args.op} [{args.dtype}, {args.mode}] on {args.targets}: {len(cases)} cases; peers {[p.name for p in peers]}")
-    print(f"op + checks, first run: alone {whole['alone'] / len(cases) * 1e3:.3f} ms, "
-          f"member {whole['member'] / len(cases) * 1e3:.3f} ms per case")
-    print(f"checks only (fastest of {args.blocks}): alone {ms['alone']:.3f} ms, member {ms['member']:.3f} ms per case: "
-          f"+{ms['member'] - ms['alone']:.3f} ms, {best['member'] / best['alone']:.2f}x")
+    print(
+        f"{args.op} [{args.dtype}, {args.mode}] on {args.targets}: {len(cases)} cases; peers {[p.name for p in peers]}"
+    )
+    print(
+        f"op + checks, first run: alone {whole['alone'] / len(cases) * 1e3:.3f} ms, "
+        f"member {whole['member'] / len(cases) * 1e3:.3f} ms per case"
+    )
+    print(
+        f"checks only (fastest of {args.blocks}): alone {ms['alone']:.3f} ms, member {ms['member']:.3f} ms per case: "
+        f"+{ms['member'] - ms['alone']:.3f} ms, {best['member'] / best['alone']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

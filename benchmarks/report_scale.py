@@ -6,6 +6,7 @@ Passing examples keep no pixels, so the size should follow F, not N.
 
     python benchmarks/report_scale.py -n 10000 -f 20
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,7 @@ from pathlib import Path
 from conformance.report.build import build_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from synthetic_runs import write_run  # noqa: E402 - the tests' generator of synthetic run folders
+from synthetic_runs import write_run
 
 
 def folder_size(path: Path) -> int:
@@ -38,9 +39,12 @@ def main() -> None:
                 build_report(run)
                 timings.append(time.perf_counter() - start)
             report = folder_size(run / "report") + (run / "index.html").stat().st_size
-            print(f"{n + args.f + 2:>7} outcomes ({args.f} failures): build {timings[0]:.2f} s, again {timings[1]:.2f} s; "
-                  f"report {report / 1024:.0f} KiB (index.html {(run / 'index.html').stat().st_size / 1024:.0f} KiB), "
-                  f"outcome store {folder_size(run / 'outcomes') / 1024:.0f} KiB")
+            print(
+                f"{n + args.f + 2:>7} outcomes ({args.f} failures): "
+                f"build {timings[0]:.2f} s, again {timings[1]:.2f} s; "
+                f"report {report / 1024:.0f} KiB (index.html {(run / 'index.html').stat().st_size / 1024:.0f} KiB), "
+                f"outcome store {folder_size(run / 'outcomes') / 1024:.0f} KiB"
+            )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ the child's peak RSS from wait4().
     python benchmarks/store_scale.py build /tmp/store-ci/ci /tmp/store-5x --copies 5 --variants 6
     python benchmarks/store_scale.py measure /tmp/store-5x
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,16 +70,21 @@ def build(source: Path, out: Path, copies: int, variants: int) -> None:
         renamed = table
         if suffix:
             for column in ("test", "op"):
-                renamed = renamed.set_column(renamed.schema.get_field_index(column), column,
-                                             pc.binary_join_element_wise(renamed.column(column), suffix, ""))
+                renamed = renamed.set_column(
+                    renamed.schema.get_field_index(column),
+                    column,
+                    pc.binary_join_element_wise(renamed.column(column), suffix, ""),
+                )
         parts[worker].append(renamed)
     for worker, tables in parts.items():
         if tables:
             examples.write_parquet(pa.concat_tables(tables), out / examples.FOLDER / f"gw{worker}.parquet")
     (out / "summary.json").write_text(json.dumps({"complete": True}))
     size = sum(p.stat().st_size for folder in ("outcomes", examples.FOLDER) for p in (out / folder).iterdir())
-    print(f"{out}: {lines} journal lines and {copies * table.num_rows} example rows ({copies} copies, {variants} op "
-          f"variants), {size / 2**20:.0f} MiB of journal and examples")
+    print(
+        f"{out}: {lines} journal lines and {copies * table.num_rows} example rows ({copies} copies, {variants} op "
+        f"variants), {size / 2**20:.0f} MiB of journal and examples"
+    )
 
 
 def measure(run: Path, pythonpath: str | None) -> None:
@@ -88,13 +94,19 @@ def measure(run: Path, pythonpath: str | None) -> None:
         env["PYTHONPATH"] = pythonpath
     for command in ("summary", "report"):
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "conformance", command, str(run)], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "conformance", command, str(run)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.perf_counter() - start
         error = child.stderr.read().decode()[-500:] if child.stderr else ""
-        print(f"{command}: {seconds:.1f} s wall, peak RSS {usage.ru_maxrss / 1024:.0f} MiB, "
-              f"exit {os.waitstatus_to_exitcode(status)} {error}".rstrip())
+        print(
+            f"{command}: {seconds:.1f} s wall, peak RSS {usage.ru_maxrss / 1024:.0f} MiB, "
+            f"exit {os.waitstatus_to_exitcode(status)} {error}".rstrip()
+        )
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ Each run times a set of ops twice (the second time with OP called twice per call
 slowdown), compares the two with `compare`'s rule (ratio to the calibration op grown by more
 than 1.5x) and reports what was flagged.  A run passes when exactly OP's timings are flagged.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,15 +17,26 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conformance.store import timings as timing  # noqa: E402
+from conformance.store import timings as timing
 
 OPS = "normalize_v2,normalize_v2_module,normalize_v1,normalize_kornia,to_dtype_v2,resize"
 SHAPES = "1x3x16x16,1x3x224x224,1x3x1080x1920"
 
 
 def time_ops(out: Path, slow: str | None) -> list[timing.Timing]:
-    args = [sys.executable, "-m", "conformance", "timing", "-o", str(out), "--ops", OPS, "--shapes", SHAPES,
-            "--no-isa"] + ([f"--planted-slowdown={slow}"] if slow else [])
+    args = [
+        sys.executable,
+        "-m",
+        "conformance",
+        "timing",
+        "-o",
+        str(out),
+        "--ops",
+        OPS,
+        "--shapes",
+        SHAPES,
+        "--no-isa",
+    ] + ([f"--planted-slowdown={slow}"] if slow else [])
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     return timing.read(out)
 
@@ -47,9 +59,12 @@ def main() -> int:
             planted = sorted(p.factor for p in pairs if p.after.op == args.op)
             ok = not wrong and not missed
             passed += ok
-            print(f"run {run}: {'pass' if ok else 'FAIL'} in {time.perf_counter() - started:.0f} s; {len(pairs)} timings; "
-                  f"planted op factors {min(planted):.2f}-{max(planted):.2f}; other ops' largest factors "
-                  f"{', '.join(f'{f:.2f}' for f in others[:3])}")
+            print(
+                f"run {run}: {'pass' if ok else 'FAIL'} in {time.perf_counter() - started:.0f} s; "
+                f"{len(pairs)} timings; "
+                f"planted op factors {min(planted):.2f}-{max(planted):.2f}; other ops' largest factors "
+                f"{', '.join(f'{f:.2f}' for f in others[:3])}"
+            )
             for slow in wrong:
                 print(f"  false alarm: {slow.describe()}")
             if not wrong:

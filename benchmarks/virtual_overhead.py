@@ -9,6 +9,7 @@ Prints seconds and the vcuda/cpu ratios.
 
     python benchmarks/virtual_overhead.py -n 40
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,12 +20,11 @@ from pathlib import Path
 from hypothesis import Phase, given, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conformance.spec.loading import load_specs  # noqa: E402
-
-from conformance.devices.calls import run_op  # noqa: E402
-from conformance.engine.cases import CaseCache, check_case  # noqa: E402
-from conformance.spec.recipes import materialize  # noqa: E402
-from conformance.devices.targets import CPU, virtual_targets  # noqa: E402
+from conformance.devices.calls import run_op
+from conformance.devices.targets import CPU, virtual_targets
+from conformance.engine.cases import CaseCache, check_case
+from conformance.spec.loading import load_specs
+from conformance.spec.recipes import materialize
 
 
 def draw_cases(spec, dtype, mode, n):
@@ -51,19 +51,32 @@ def main() -> None:
     args = parser.parse_args()
     vcuda = virtual_targets(2)[1]
     specs = load_specs([Path(__file__).parents[1] / "cases" / "test_resize.py"])
-    work = [(spec, mode, case) for spec in specs for dtype, mode in spec.variant_pairs()
-            for case in draw_cases(spec, dtype, mode, args.n)]
+    work = [
+        (spec, mode, case)
+        for spec in specs
+        for dtype, mode in spec.variant_pairs()
+        for case in draw_cases(spec, dtype, mode, args.n)
+    ]
     inputs = {id(case): (materialize(case.recipe), materialize(case.recipe, put=vcuda.put)) for _, _, case in work}
 
-    call = {target.name: timed(lambda t=target: [run_op(s, inputs[id(c)][t.virtual], c, t) for s, _, c in work])
-            for target in (CPU, vcuda)}
+    call = {
+        target.name: timed(lambda t=target: [run_op(s, inputs[id(c)][t.virtual], c, t) for s, _, c in work])
+        for target in (CPU, vcuda)
+    }
     shared = CaseCache()
-    checks = {target.name: timed(lambda t=target: [check_case(s, c, t, shared, m) for s, m, c in work])
-              for target in (CPU, vcuda)}  # cpu first: vcuda reuses its cached baseline, as in a session
+    checks = {
+        target.name: timed(lambda t=target: [check_case(s, c, t, shared, m) for s, m, c in work])
+        for target in (CPU, vcuda)
+    }  # cpu first: vcuda reuses its cached baseline, as in a session
     print(f"{len(work)} resize cases ({args.n} per variant)")
-    print(f"op call : cpu {call['cpu']:.2f} s, vcuda:1 {call['vcuda:1']:.2f} s, ratio {call['vcuda:1'] / call['cpu']:.2f}x")
-    print(f"checks  : cpu {checks['cpu']:.2f} s, vcuda:1 {checks['vcuda:1']:.2f} s, "
-          f"ratio {checks['vcuda:1'] / checks['cpu']:.2f}x")
+    print(
+        f"op call : cpu {call['cpu']:.2f} s, vcuda:1 {call['vcuda:1']:.2f} s, "
+        f"ratio {call['vcuda:1'] / call['cpu']:.2f}x"
+    )
+    print(
+        f"checks  : cpu {checks['cpu']:.2f} s, vcuda:1 {checks['vcuda:1']:.2f} s, "
+        f"ratio {checks['vcuda:1'] / checks['cpu']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ a library is then called without them and judged by its documented default, so e
 implementation is split by mode: the one named plainly covers its default interpolation (and may
 leave it out), the one suffixed with the other mode always passes it.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,11 +27,27 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 from torchvision.transforms import InterpolationMode
 
-from conformance import Rule, Tolerance, image_recipes
-from conformance.spec.adapters import batched, per_host_image, pillow_image_op
-from conformance.spec.operations import KORNIA, OMIT, OPENCV, PILLOW, SUFFIXES, TV1, TV2, Implementation, Operation, keywords
-from conformance.spec.recipes import Case, Recipe
+from conformance import (
+    KORNIA,
+    OMIT,
+    OPENCV,
+    PILLOW,
+    TV1,
+    TV2,
+    Case,
+    Implementation,
+    Operation,
+    Recipe,
+    Rule,
+    Tolerance,
+    batched,
+    image_recipes,
+    keywords,
+    per_host_image,
+    pillow_image_op,
+)
 from conformance.references import warp
+from conformance.spec.libraries import SUFFIXES
 
 DTYPES, MODES = ("uint8", "float32"), ("nearest", "bilinear")
 HOST = "a host library: the image is copied to host memory and back"
@@ -54,20 +71,30 @@ def fills(dtype: str) -> st.SearchStrategy[float]:
 
 @st.composite
 def rotate_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
-    return {"angle": draw(angles(), label="angle"), "interpolation": mode, "expand": False,
-            "fill": draw(fills(recipe.dtype), label="fill")}
+    return {
+        "angle": draw(angles(), label="angle"),
+        "interpolation": mode,
+        "expand": False,
+        "fill": draw(fills(recipe.dtype), label="fill"),
+    }
 
 
 @st.composite
 def affine_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
-    """Integer translations (v1 documents integers) up to a quarter of the side, scale 0.5-2, shears up to 40 degrees."""
+    """Integer translations (v1 documents integers) up to a quarter of the side, scale 0.5-2, shears up to 40
+    degrees."""
     shear = st.one_of(st.just(0.0), st.decimals(-40, 40, places=1).map(float))
-    return {"angle": draw(angles(), label="angle"),
-            "translate": [draw(st.integers(-(recipe.width // 4), recipe.width // 4), label="tx"),
-                          draw(st.integers(-(recipe.height // 4), recipe.height // 4), label="ty")],
-            "scale": draw(st.one_of(st.just(1.0), st.decimals("0.5", 2, places=2).map(float)), label="scale"),
-            "shear": [draw(shear, label="shear_x"), draw(shear, label="shear_y")],
-            "interpolation": mode, "fill": draw(fills(recipe.dtype), label="fill")}
+    return {
+        "angle": draw(angles(), label="angle"),
+        "translate": [
+            draw(st.integers(-(recipe.width // 4), recipe.width // 4), label="tx"),
+            draw(st.integers(-(recipe.height // 4), recipe.height // 4), label="ty"),
+        ],
+        "scale": draw(st.one_of(st.just(1.0), st.decimals("0.5", 2, places=2).map(float)), label="scale"),
+        "shear": [draw(shear, label="shear_x"), draw(shear, label="shear_y")],
+        "interpolation": mode,
+        "fill": draw(fills(recipe.dtype), label="fill"),
+    }
 
 
 def rotate_inverse(params: dict[str, Any], height: int, width: int) -> np.ndarray:
@@ -86,8 +113,9 @@ def stored_fill(fill: float, dtype: str) -> float:
 def _reference(inverse_of):
     def reference(image: np.ndarray, case: Case) -> np.ndarray:
         p = case.params
-        return warp.warp(image, inverse_of(p, *image.shape[-2:]), p["interpolation"],
-                         stored_fill(p["fill"], case.recipe.dtype))
+        return warp.warp(
+            image, inverse_of(p, *image.shape[-2:]), p["interpolation"], stored_fill(p["fill"], case.recipe.dtype)
+        )
 
     return reference
 
@@ -101,11 +129,14 @@ def _features(inverse_of):
         inverse = inverse_of(case.params, height, width)
         nearest = case.params["interpolation"] == "nearest"
         turns = case.params["angle"] / 90
-        return {"tie_gap": warp.tie_gap(warp.tie_distance(inverse, height, width)) if nearest else "n/a",
-                "border_samples": warp.border_samples(inverse, height, width),
-                "fill_passed": "fill" not in case.params.get(OMIT, ()),
-                "singleton_axis": min(height, width) == 1, "batched": math.prod(case.recipe.batch) > 1,
-                "square_quarter_turn": height == width > 1 and turns == int(turns) and int(turns) % 2 == 1}
+        return {
+            "tie_gap": warp.tie_gap(warp.tie_distance(inverse, height, width)) if nearest else "n/a",
+            "border_samples": warp.border_samples(inverse, height, width),
+            "fill_passed": "fill" not in case.params.get(OMIT, ()),
+            "singleton_axis": min(height, width) == 1,
+            "batched": math.prod(case.recipe.batch) > 1,
+            "square_quarter_turn": height == width > 1 and turns == int(turns) and int(turns) % 2 == 1,
+        }
 
     return features
 
@@ -147,8 +178,9 @@ def _kornia_rotate(image: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
     if "fill" not in p:
         return kt.rotate(image, angle, **mode)
     height, width = image.shape[-2:]
-    matrix = kt.get_rotation_matrix2d(_scalars(image, (width - 1) / 2, (height - 1) / 2)[None], angle,
-                                      _scalars(image, 1.0, 1.0)[None])
+    matrix = kt.get_rotation_matrix2d(
+        _scalars(image, (width - 1) / 2, (height - 1) / 2)[None], angle, _scalars(image, 1.0, 1.0)[None]
+    )
     return kt.warp_affine(image, matrix, (height, width), **mode, **_kornia_fill(image, p))
 
 
@@ -158,11 +190,16 @@ def _kornia_affine(image: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
 
     height, width = image.shape[-2:]
     matrix = kt.get_affine_matrix2d(
-        _scalars(image, *p["translate"])[None], _scalars(image, (width - 1) / 2, (height - 1) / 2)[None],
-        _scalars(image, p["scale"], p["scale"])[None], _scalars(image, p["angle"]),
-        _scalars(image, math.radians(p["shear"][0])), _scalars(image, math.radians(p["shear"][1])))
-    return kt.warp_affine(image, matrix[:, :2], (height, width), **keywords(p, interpolation="mode"),
-                          **_kornia_fill(image, p))
+        _scalars(image, *p["translate"])[None],
+        _scalars(image, (width - 1) / 2, (height - 1) / 2)[None],
+        _scalars(image, p["scale"], p["scale"])[None],
+        _scalars(image, p["angle"]),
+        _scalars(image, math.radians(p["shear"][0])),
+        _scalars(image, math.radians(p["shear"][1])),
+    )
+    return kt.warp_affine(
+        image, matrix[:, :2], (height, width), **keywords(p, interpolation="mode"), **_kornia_fill(image, p)
+    )
 
 
 def forward_affine(p: dict[str, Any], cx: float, cy: float) -> np.ndarray:
@@ -196,8 +233,9 @@ def _pillow_affine(picture: Any, p: dict[str, Any]) -> Any:
     from PIL import Image
 
     inverse = np.linalg.inv(forward_affine(p, picture.width / 2, picture.height / 2))
-    return picture.transform(picture.size, Image.Transform.AFFINE, tuple(inverse[:2].ravel()),
-                             **_pil_keywords(picture, p))
+    return picture.transform(
+        picture.size, Image.Transform.AFFINE, tuple(inverse[:2].ravel()), **_pil_keywords(picture, p)
+    )
 
 
 def _opencv_keywords(p: dict[str, Any]) -> dict[str, Any]:
@@ -226,31 +264,73 @@ def _opencv_affine(image: np.ndarray, p: dict[str, Any]) -> np.ndarray:
 
 # -- tolerances --------------------------------------------------------------------------------------
 TOLERANCES = [
-    Rule(Tolerance("exact", reason="nearest copies one input pixel or the fill: any difference is another pixel. "
-                                   "Samples on or near cell edges are known issues (ties), not a tolerance"),
-         mode="nearest"),
-    Rule(Tolerance("uint8-rounding", atol=1, reason="one level from round(reference): torchvision computes in "
-                                                    "float32 and rounds; measured max 1"), dtype="uint8"),
-    Rule(Tolerance("float32-coordinates", atol=2e-5, rtol=0,
-                   reason="float32 sampling grid and weights: the position error (a few ulps of coordinates up "
-                          "to 48) times the local slope (up to 2 per pixel for out-of-range content)"),
-         dtype="float32"),
+    Rule(
+        Tolerance(
+            "exact",
+            reason="nearest copies one input pixel or the fill: any difference is another pixel. "
+            "Samples on or near cell edges are known issues (ties), not a tolerance",
+        ),
+        mode="nearest",
+    ),
+    Rule(
+        Tolerance(
+            "uint8-rounding",
+            atol=1,
+            reason="one level from round(reference): torchvision computes in float32 and rounds; measured max 1",
+        ),
+        dtype="uint8",
+    ),
+    Rule(
+        Tolerance(
+            "float32-coordinates",
+            atol=2e-5,
+            rtol=0,
+            reason="float32 sampling grid and weights: the position error (a few ulps of coordinates up "
+            "to 48) times the local slope (up to 2 per pixel for out-of-range content)",
+        ),
+        dtype="float32",
+    ),
 ]
-PILLOW_TRUNCATES = [Rule(Tolerance("pillow-truncates", atol=1, reason="Pillow's 8-bit bilinear filter truncates the "
-                                   "interpolated value instead of rounding it: up to one level below"),
-                         dtype="uint8", mode="bilinear")]
-OPENCV_FIXED_WEIGHTS = [Rule(Tolerance("opencv-fixed-point", atol=1, reason="OpenCV's 8-bit bilinear weights are "
-                                       "15-bit fixed point, rounded once"), dtype="uint8", mode="bilinear")]
+PILLOW_TRUNCATES = [
+    Rule(
+        Tolerance(
+            "pillow-truncates",
+            atol=1,
+            reason="Pillow's 8-bit bilinear filter truncates the "
+            "interpolated value instead of rounding it: up to one level below",
+        ),
+        dtype="uint8",
+        mode="bilinear",
+    )
+]
+OPENCV_FIXED_WEIGHTS = [
+    Rule(
+        Tolerance(
+            "opencv-fixed-point", atol=1, reason="OpenCV's 8-bit bilinear weights are 15-bit fixed point, rounded once"
+        ),
+        dtype="uint8",
+        mode="bilinear",
+    )
+]
 
 
 def _split(library: str, call: Any, default: str, *, defaults: dict[str, Any], **fields: Any) -> list[Implementation]:
     """The library's implementation for its default interpolation (which a case may leave out) and, suffixed
     with the other one, an implementation that always passes it."""
     other = MODES[1 - MODES.index(default)]
-    return [Implementation(library=library, call=call, modes=(default,),
-                           defaults={"interpolation": default, **defaults}, **fields),
-            Implementation(library=library, call=call, modes=(other,), suffix=f"{SUFFIXES[library]}_{other}",
-                           defaults=defaults, **fields)]
+    return [
+        Implementation(
+            library=library, call=call, modes=(default,), defaults={"interpolation": default, **defaults}, **fields
+        ),
+        Implementation(
+            library=library,
+            call=call,
+            modes=(other,),
+            suffix=f"{SUFFIXES[library]}_{other}",
+            defaults=defaults,
+            **fields,
+        ),
+    ]
 
 
 HOST_FIELDS = {"host_only": HOST, "spec": {"keeps_memory_format": False, "host_transfers": HOST}}
@@ -258,33 +338,82 @@ KORNIA_SPEC = {"keeps_memory_format": False, "needs": ("kornia.geometry.transfor
 OPENCV_SPEC = {**HOST_FIELDS["spec"], "needs": ("cv2.warpAffine",)}
 
 
-def _operation(name: str, description: str, params, inverse_of, optional: tuple[str, ...], tv2, tv1, kornia_call,
-               pillow_call, opencv_call) -> Operation:
+def _operation(
+    name: str,
+    description: str,
+    params,
+    inverse_of,
+    optional: tuple[str, ...],
+    tv2,
+    tv1,
+    kornia_call,
+    pillow_call,
+    opencv_call,
+) -> Operation:
     # Documented defaults: torchvision's rotate/affine interpolation NEAREST and fill 0 (RandomRotation, RandomAffine);
     # kornia's mode "bilinear" and padding "zeros"; Pillow's resample NEAREST, no fillcolor (black); OpenCV's flags
     # INTER_LINEAR, borderValue 0.  No library expands by default; kornia and OpenCV always keep the size.
     fixed = {"fill": 0, **({"expand": False} if "expand" in optional else {})}
     return Operation(
-        name=name, description=description, reference=_reference(inverse_of), params=params, dtypes=DTYPES,
-        modes=MODES, tolerances=TOLERANCES, recipes=warp_recipes, optional=optional,
+        name=name,
+        description=description,
+        reference=_reference(inverse_of),
+        params=params,
+        dtypes=DTYPES,
+        modes=MODES,
+        tolerances=TOLERANCES,
+        recipes=warp_recipes,
+        optional=optional,
         spec={"features": _features(inverse_of)},
         implementations=[
             *_split(TV2, tv2, "nearest", defaults=fixed),
             *_split(TV1, tv1, "nearest", defaults=fixed),
             *_split(KORNIA, batched(kornia_call), "bilinear", defaults=fixed, dtypes=("float32",), spec=KORNIA_SPEC),
-            *_split(PILLOW, pillow_image_op(pillow_call), "nearest", defaults=fixed, tolerances=PILLOW_TRUNCATES,
-                    **HOST_FIELDS),
-            *_split(OPENCV, per_host_image(opencv_call), "bilinear", defaults=fixed, tolerances=OPENCV_FIXED_WEIGHTS,
-                    host_only=HOST, spec=OPENCV_SPEC),
-        ])
+            *_split(
+                PILLOW,
+                pillow_image_op(pillow_call),
+                "nearest",
+                defaults=fixed,
+                tolerances=PILLOW_TRUNCATES,
+                **HOST_FIELDS,
+            ),
+            *_split(
+                OPENCV,
+                per_host_image(opencv_call),
+                "bilinear",
+                defaults=fixed,
+                tolerances=OPENCV_FIXED_WEIGHTS,
+                host_only=HOST,
+                spec=OPENCV_SPEC,
+            ),
+        ],
+    )
 
 
-ROTATE = _operation("rotate", "rotation counter-clockwise about the image centre, same size",
-                    rotate_params, rotate_inverse, ("interpolation", "expand", "fill"), _tv_rotate(F_v2.rotate),
-                    _tv_rotate(F_v1.rotate), _kornia_rotate, _pillow_rotate, _opencv_rotate)
-AFFINE = _operation("affine", "affine map (clockwise angle, translate, scale, shear) about the image centre",
-                    affine_params, affine_inverse, ("interpolation", "fill"), _tv_affine(F_v2.affine),
-                    _tv_affine(F_v1.affine), _kornia_affine, _pillow_affine, _opencv_affine)
+ROTATE = _operation(
+    "rotate",
+    "rotation counter-clockwise about the image centre, same size",
+    rotate_params,
+    rotate_inverse,
+    ("interpolation", "expand", "fill"),
+    _tv_rotate(F_v2.rotate),
+    _tv_rotate(F_v1.rotate),
+    _kornia_rotate,
+    _pillow_rotate,
+    _opencv_rotate,
+)
+AFFINE = _operation(
+    "affine",
+    "affine map (clockwise angle, translate, scale, shear) about the image centre",
+    affine_params,
+    affine_inverse,
+    ("interpolation", "fill"),
+    _tv_affine(F_v2.affine),
+    _tv_affine(F_v1.affine),
+    _kornia_affine,
+    _pillow_affine,
+    _opencv_affine,
+)
 
 for _operation_ in (ROTATE, AFFINE):
     globals().update(_operation_.tests())

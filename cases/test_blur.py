@@ -18,6 +18,7 @@ Divergences from the documented meaning are known issues in known_issues.toml wi
 and repeats edge pixels; OpenCV's sigma = 0 takes a fixed table for kernels of 3 to 9 taps.
 Tolerances and their measurements: docs/tolerances.md.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -31,10 +32,28 @@ import torchvision.transforms.functional as F_v1
 import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
-from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes, versions
-from conformance.spec.adapters import batched, per_host_image, pillow_image_op
-from conformance.spec.operations import KORNIA, OMIT, OPENCV, PILLOW, TV1, TV2, Implementation, Operation, keywords
-from conformance.spec.recipes import Case, Recipe
+from conformance import (
+    KORNIA,
+    OMIT,
+    OPENCV,
+    PILLOW,
+    TV1,
+    TV2,
+    Case,
+    Implementation,
+    ModuleOp,
+    Operation,
+    OpSpec,
+    Recipe,
+    Rule,
+    Tolerance,
+    batched,
+    image_recipes,
+    keywords,
+    per_host_image,
+    pillow_image_op,
+    versions,
+)
 from conformance.references import filters
 
 KERNELS = (1, 3, 5, 7, 9, 11)
@@ -87,6 +106,7 @@ def blur_features(defaults: Mapping[str, Any]) -> Callable[[Case], dict[str, Any
     3 sigma (the truncated tail is under 0.3%), so a library without a kernel size differs less;
     even_kernel_on_1px_axis: an even size along a one-pixel side (OpenCV shortens it to 1 silently);
     batch_size: images in the batch (one image: torch's size-1 batch strides lose channels-last)."""
+
     def features(case: Case) -> dict[str, Any]:
         params = case.params
         left_out = "sigma" in params.get(OMIT, ())
@@ -95,11 +115,15 @@ def blur_features(defaults: Mapping[str, Any]) -> Callable[[Case], dict[str, Any
             sigma = defaults["sigma"](params) if callable(defaults["sigma"]) else defaults["sigma"]
         (kx, ky), (sx, sy) = filters.pair(params["kernel_size"]), filters.pair(sigma)
         axes = ((kx, case.recipe.width), (ky, case.recipe.height))
-        return {"kernel_x": int(kx), "kernel_y": int(ky), "sigma_left_out": left_out,
-                "batch_size": int(np.prod(case.recipe.batch)),
-                "small_kernel": any(3 <= k <= 9 for k in (kx, ky)),
-                "kernel_holds_3_sigma": (kx - 1) / 2 >= 3 * sx and (ky - 1) / 2 >= 3 * sy,
-                "even_kernel_on_1px_axis": any(k % 2 == 0 and side == 1 for k, side in axes)}
+        return {
+            "kernel_x": int(kx),
+            "kernel_y": int(ky),
+            "sigma_left_out": left_out,
+            "batch_size": int(np.prod(case.recipe.batch)),
+            "small_kernel": any(3 <= k <= 9 for k in (kx, ky)),
+            "kernel_holds_3_sigma": (kx - 1) / 2 >= 3 * sx and (ky - 1) / 2 >= 3 * sy,
+            "even_kernel_on_1px_axis": any(k % 2 == 0 and side == 1 for k, side in axes),
+        }
 
     return features
 
@@ -123,6 +147,7 @@ def _torchvision(blur: Callable[..., torch.Tensor]) -> Callable[[torch.Tensor, d
 
 def _at_most_4d(function: Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]):
     """v1 takes (C, H, W) or (B, C, H, W) ("at most one leading dimension"): more batch dims are folded."""
+
     def call(image: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
         if image.dim() <= 4:
             return function(image, p)
@@ -141,8 +166,9 @@ def _kornia(separable: bool) -> Callable[[torch.Tensor, dict[str, Any]], torch.T
         import kornia
 
         sx, sy = filters.pair(p["sigma"])
-        return kornia.filters.gaussian_blur2d(image, kornia_kernel_size(p["kernel_size"]), (sy, sx),
-                                              separable=separable)
+        return kornia.filters.gaussian_blur2d(
+            image, kornia_kernel_size(p["kernel_size"]), (sy, sx), separable=separable
+        )
 
     return batched(call)
 
@@ -166,59 +192,121 @@ def _opencv(image: np.ndarray, p: dict[str, Any]) -> np.ndarray:
     return cv2.GaussianBlur(image, ksize, sx, sigmaY=sy)
 
 
-UINT8 = Tolerance("uint8-rounding", atol=1,
-                  reason="computed in float32 and rounded once: a value within float32 error of a half level may "
-                         "round the other way; measured max 1")
-FLOAT32 = Tolerance("float32-accumulation", atol=1e-5, rtol=1e-6,
-                    reason="float32 kernel (exp, normalisation) and up to 121 products summed in float32 on values "
-                           "up to 1.5: the summation bound is 120 x 6e-8 x 1.5 = 1.1e-5; measured max 7.5e-7 "
-                           "(torchvision), 8.3e-6 (OpenCV)")
-KORNIA_UINT8 = Tolerance("float32-of-uint8-levels", atol=2e-3,
-                         reason="kornia blurs integer images in float32 and returns float32 (documented): the same "
-                                "summation bound on levels up to 255 is 1.9e-3; measured max 7.0e-5")
-OPENCV_8BIT = Tolerance("opencv-8bit-kernels", atol=6,
-                        reason="OpenCV blurs 8-bit images with each 1-D kernel rounded to 8 fraction bits (error-"
-                               "diffused, summing to 1) and exact integer sums: the 2-D kernel is at most 0.0218 "
-                               "(total variation, sigma on the 0.01 grid, kernels up to 11) from the ideal, 5.55 "
-                               "levels, plus both roundings: 6; measured max 6")
+UINT8 = Tolerance(
+    "uint8-rounding",
+    atol=1,
+    reason="computed in float32 and rounded once: a value within float32 error of a half level may "
+    "round the other way; measured max 1",
+)
+FLOAT32 = Tolerance(
+    "float32-accumulation",
+    atol=1e-5,
+    rtol=1e-6,
+    reason="float32 kernel (exp, normalisation) and up to 121 products summed in float32 on values "
+    "up to 1.5: the summation bound is 120 x 6e-8 x 1.5 = 1.1e-5; measured max 7.5e-7 "
+    "(torchvision), 8.3e-6 (OpenCV)",
+)
+KORNIA_UINT8 = Tolerance(
+    "float32-of-uint8-levels",
+    atol=2e-3,
+    reason="kornia blurs integer images in float32 and returns float32 (documented): the same "
+    "summation bound on levels up to 255 is 1.9e-3; measured max 7.0e-5",
+)
+OPENCV_8BIT = Tolerance(
+    "opencv-8bit-kernels",
+    atol=6,
+    reason="OpenCV blurs 8-bit images with each 1-D kernel rounded to 8 fraction bits (error-"
+    "diffused, summing to 1) and exact integer sums: the 2-D kernel is at most 0.0218 "
+    "(total variation, sigma on the 0.01 grid, kernels up to 11) from the ideal, 5.55 "
+    "levels, plus both roundings: 6; measured max 6",
+)
 TOLERANCES = [Rule(UINT8, dtype="uint8"), Rule(FLOAT32, dtype="float32")]
 MODES = ("default", "even-kernel")
 KORNIA_UINT8_PATH = not versions.below("kornia", "0.9")  # 0.9 documents float32 output for integer input
 
 GAUSSIAN_BLUR = Operation(
-    name="gaussian_blur", description="Gaussian blur with reflected borders", reference=blur_reference,
-    params=blur_params, optional=("sigma",), dtypes=("uint8", "float32"), modes=MODES, tolerances=TOLERANCES,
-    recipes=blur_recipes, invalid={"even-kernel": "an even kernel size (every library documents odd sizes)"},
+    name="gaussian_blur",
+    description="Gaussian blur with reflected borders",
+    reference=blur_reference,
+    params=blur_params,
+    optional=("sigma",),
+    dtypes=("uint8", "float32"),
+    modes=MODES,
+    tolerances=TOLERANCES,
+    recipes=blur_recipes,
+    invalid={"even-kernel": "an even kernel size (every library documents odd sizes)"},
     implementations=[
-        Implementation(library=TV2, call=_torchvision(F_v2.gaussian_blur), defaults={"sigma": documented_sigma},
-                       raises={"even-kernel": ValueError},
-                       spec={"features": blur_features({"sigma": documented_sigma})}),
-        Implementation(library=TV1, call=_at_most_4d(_torchvision(F_v1.gaussian_blur)),
-                       defaults={"sigma": documented_sigma}, raises={"even-kernel": ValueError},
-                       spec={"features": blur_features({"sigma": documented_sigma}),
-                             "needs": ("torchvision.transforms.functional.gaussian_blur",)}),
-        Implementation(library=KORNIA, call=_kornia(separable=True),
-                       dtypes=("uint8", "float32") if KORNIA_UINT8_PATH else ("float32",),
-                       raises={"even-kernel": _class("kornia.core.exceptions.BaseError", Exception)},
-                       tolerances=[Rule(KORNIA_UINT8, dtype="uint8")],
-                       spec={"features": blur_features({}), "keeps_memory_format": False,
-                             "output_dtype": lambda case: "float32",
-                             "needs": ("kornia.filters.gaussian_blur2d",)}),
-        Implementation(library=KORNIA, suffix="kornia_2d", call=_kornia(separable=False), dtypes=("float32",),
-                       description="kornia: gaussian_blur2d(separable=False), one 2-D convolution",
-                       raises={"even-kernel": _class("kornia.core.exceptions.BaseError", Exception)},
-                       spec={"features": blur_features({}), "keeps_memory_format": False,
-                             "needs": ("kornia.filters.gaussian_blur2d",)}),
-        Implementation(library=PILLOW, call=pillow_image_op(_pillow), dtypes=("uint8",),
-                       defaults={"sigma": PILLOW_RADIUS}, host_only=HOST,
-                       spec={"features": blur_features({"sigma": PILLOW_RADIUS}), "keeps_memory_format": False,
-                             "host_transfers": HOST}),
-        Implementation(library=OPENCV, call=per_host_image(_opencv), defaults={"sigma": documented_sigma},
-                       raises={"even-kernel": _class("cv2.error", Exception)}, host_only=HOST,
-                       tolerances=[Rule(OPENCV_8BIT, check="reference", dtype="uint8")],
-                       spec={"features": blur_features({"sigma": documented_sigma}), "keeps_memory_format": False,
-                             "host_transfers": HOST, "needs": ("cv2.GaussianBlur",)}),
-    ])
+        Implementation(
+            library=TV2,
+            call=_torchvision(F_v2.gaussian_blur),
+            defaults={"sigma": documented_sigma},
+            raises={"even-kernel": ValueError},
+            spec={"features": blur_features({"sigma": documented_sigma})},
+        ),
+        Implementation(
+            library=TV1,
+            call=_at_most_4d(_torchvision(F_v1.gaussian_blur)),
+            defaults={"sigma": documented_sigma},
+            raises={"even-kernel": ValueError},
+            spec={
+                "features": blur_features({"sigma": documented_sigma}),
+                "needs": ("torchvision.transforms.functional.gaussian_blur",),
+            },
+        ),
+        Implementation(
+            library=KORNIA,
+            call=_kornia(separable=True),
+            dtypes=("uint8", "float32") if KORNIA_UINT8_PATH else ("float32",),
+            raises={"even-kernel": _class("kornia.core.exceptions.BaseError", Exception)},
+            tolerances=[Rule(KORNIA_UINT8, dtype="uint8")],
+            spec={
+                "features": blur_features({}),
+                "keeps_memory_format": False,
+                "output_dtype": lambda case: "float32",
+                "needs": ("kornia.filters.gaussian_blur2d",),
+            },
+        ),
+        Implementation(
+            library=KORNIA,
+            suffix="kornia_2d",
+            call=_kornia(separable=False),
+            dtypes=("float32",),
+            description="kornia: gaussian_blur2d(separable=False), one 2-D convolution",
+            raises={"even-kernel": _class("kornia.core.exceptions.BaseError", Exception)},
+            spec={
+                "features": blur_features({}),
+                "keeps_memory_format": False,
+                "needs": ("kornia.filters.gaussian_blur2d",),
+            },
+        ),
+        Implementation(
+            library=PILLOW,
+            call=pillow_image_op(_pillow),
+            dtypes=("uint8",),
+            defaults={"sigma": PILLOW_RADIUS},
+            host_only=HOST,
+            spec={
+                "features": blur_features({"sigma": PILLOW_RADIUS}),
+                "keeps_memory_format": False,
+                "host_transfers": HOST,
+            },
+        ),
+        Implementation(
+            library=OPENCV,
+            call=per_host_image(_opencv),
+            defaults={"sigma": documented_sigma},
+            raises={"even-kernel": _class("cv2.error", Exception)},
+            host_only=HOST,
+            tolerances=[Rule(OPENCV_8BIT, check="reference", dtype="uint8")],
+            spec={
+                "features": blur_features({"sigma": documented_sigma}),
+                "keeps_memory_format": False,
+                "host_transfers": HOST,
+                "needs": ("cv2.GaussianBlur",),
+            },
+        ),
+    ],
+)
 globals().update(GAUSSIAN_BLUR.tests())
 
 
@@ -235,7 +323,12 @@ def random_blur_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, 
 def random_blur_reference(image: np.ndarray, case: Case, sampled: dict[str, torch.Tensor]) -> np.ndarray:
     """Each image blurred with its own sampled sigma on both axes (as RandomGaussianBlur documents)."""
     sigmas = sampled["sigma"].double().numpy()
-    return np.stack([filters.gaussian_blur(one, case.params["kernel_size"], float(s)) for one, s in zip(image, sigmas)])
+    return np.stack(
+        [
+            filters.gaussian_blur(one, case.params["kernel_size"], float(s))
+            for one, s in zip(image, sigmas, strict=False)
+        ]
+    )
 
 
 def sigma_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
@@ -247,19 +340,28 @@ def sigma_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
 def _build_random(params: dict[str, Any]) -> torch.nn.Module:
     import kornia
 
-    return kornia.augmentation.RandomGaussianBlur(kornia_kernel_size(params["kernel_size"]),
-                                                  tuple(params["sigma_range"]), p=1.0)
+    return kornia.augmentation.RandomGaussianBlur(
+        kornia_kernel_size(params["kernel_size"]), tuple(params["sigma_range"]), p=1.0
+    )
 
 
 RANDOM_GAUSSIAN_BLUR = OpSpec(
     name="random_gaussian_blur_kornia",
     description="kornia.augmentation.RandomGaussianBlur(p=1) with replayed parameters",
-    module=ModuleOp(build=_build_random, sample=lambda module, image, params: module.forward_parameters(image.shape),
-                    bounds=sigma_bounds, unmoved="works"),
-    reference=random_blur_reference, dtypes=("float32",), modes=("default",), params=random_blur_params,
+    module=ModuleOp(
+        build=_build_random,
+        sample=lambda module, image, params: module.forward_parameters(image.shape),
+        bounds=sigma_bounds,
+        unmoved="works",
+    ),
+    reference=random_blur_reference,
+    dtypes=("float32",),
+    modes=("default",),
+    params=random_blur_params,
     recipes=partial(image_recipes, channels=(3, 1, 4, 2), min_batch_dims=1, max_batch_dims=1, max_side=48),
-    tolerances=[Rule(FLOAT32, dtype="float32")], features=lambda case: {"kernel_x": case.params["kernel_size"][0],
-                                                                       "kernel_y": case.params["kernel_size"][1]},
-    keeps_memory_format=False, needs=("kornia.augmentation.RandomGaussianBlur",),
+    tolerances=[Rule(FLOAT32, dtype="float32")],
+    features=lambda case: {"kernel_x": case.params["kernel_size"][0], "kernel_y": case.params["kernel_size"][1]},
+    keeps_memory_format=False,
+    needs=("kornia.augmentation.RandomGaussianBlur",),
 )
 test_random_gaussian_blur_kornia = RANDOM_GAUSSIAN_BLUR.test()

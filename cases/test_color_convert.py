@@ -11,6 +11,7 @@
   (p=1): parameters sampled once per case on the cpu (`forward_parameters`) and replayed on every
   target; the reference applies the sampled factors image by image in the sampled order.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,11 +22,24 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes
-from conformance.spec.adapters import per_host_image
-from conformance.spec.operations import KORNIA, OPENCV, PILLOW, Implementation, Operation
-from conformance.spec.recipes import CONTENTS, Case, Recipe, synthesize_unit
+from conformance import (
+    CONTENTS,
+    KORNIA,
+    OPENCV,
+    PILLOW,
+    Case,
+    Implementation,
+    ModuleOp,
+    Operation,
+    OpSpec,
+    Recipe,
+    Rule,
+    Tolerance,
+    image_recipes,
+    per_host_image,
+)
 from conformance.references import color
+from conformance.spec.recipes import synthesize_unit
 
 HOST = "a host library: the image is copied to host memory and back"
 HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
@@ -78,27 +92,63 @@ def hsv_features(case: Case) -> dict[str, Any]:
 
 UNIT_OUTPUT = {"output_dtype": lambda case: "float32", "features": hsv_features}  # canonical units: float
 RGB_TO_HSV = Operation(
-    name="rgb_to_hsv", description="RGB -> HSV (hexcone), hue in turns [0, 1)",
+    name="rgb_to_hsv",
+    description="RGB -> HSV (hexcone), hue in turns [0, 1)",
     reference=lambda image, case: color.rgb_to_hsv(image / (255.0 if case.recipe.dtype == "uint8" else 1.0)),
-    params=no_params, dtypes=("uint8", "float32"), modes=("default",), recipes=hsv_recipes, spec=UNIT_OUTPUT,
+    params=no_params,
+    dtypes=("uint8", "float32"),
+    modes=("default",),
+    recipes=hsv_recipes,
+    spec=UNIT_OUTPUT,
     tolerances=[
-        Rule(Tolerance("float32-hsv", atol=1e-6, rtol=0,
-                       reason="max, min, one subtraction and one division in float32, then the unit mapping "
-                              "(kornia: radians / 2 pi, OpenCV: degrees / 360): a few ulps of values < 1; "
-                              "docs/tolerances.md has the measured maximum"), dtype="float32"),
-        Rule(Tolerance("8-bit-steps", atol=0.5 / 255 + 1e-6, rtol=0,
-                       reason="an 8-bit output holds steps of 1/255: a correctly rounded one is within half a "
-                              "step (Pillow's truncation is a known issue)"), dtype="uint8"),
+        Rule(
+            Tolerance(
+                "float32-hsv",
+                atol=1e-6,
+                rtol=0,
+                reason="max, min, one subtraction and one division in float32, then the unit mapping "
+                "(kornia: radians / 2 pi, OpenCV: degrees / 360): a few ulps of values < 1; "
+                "docs/tolerances.md has the measured maximum",
+            ),
+            dtype="float32",
+        ),
+        Rule(
+            Tolerance(
+                "8-bit-steps",
+                atol=0.5 / 255 + 1e-6,
+                rtol=0,
+                reason="an 8-bit output holds steps of 1/255: a correctly rounded one is within half a "
+                "step (Pillow's truncation is a known issue)",
+            ),
+            dtype="uint8",
+        ),
     ],
     implementations=[
-        Implementation(library=KORNIA, call=_kornia_rgb_to_hsv, dtypes=("float32",),
-                       description="kornia.color.rgb_to_hsv, hue / 2 pi", spec={"keeps_memory_format": False}),
-        Implementation(library=OPENCV, call=per_host_image(_opencv_rgb_to_hsv), dtypes=("float32",),
-                       host_only=HOST, description="cv2.cvtColor(COLOR_RGB2HSV) (float), hue / 360",
-                       spec=HOST_SPEC),
-        Implementation(library=PILLOW, call=per_host_image(_pillow_rgb_to_hsv), dtypes=("uint8",), host_only=HOST,
-                       description="Pillow Image.convert('HSV'), 0..255 / 255", spec=HOST_SPEC),
-    ])
+        Implementation(
+            library=KORNIA,
+            call=_kornia_rgb_to_hsv,
+            dtypes=("float32",),
+            description="kornia.color.rgb_to_hsv, hue / 2 pi",
+            spec={"keeps_memory_format": False},
+        ),
+        Implementation(
+            library=OPENCV,
+            call=per_host_image(_opencv_rgb_to_hsv),
+            dtypes=("float32",),
+            host_only=HOST,
+            description="cv2.cvtColor(COLOR_RGB2HSV) (float), hue / 360",
+            spec=HOST_SPEC,
+        ),
+        Implementation(
+            library=PILLOW,
+            call=per_host_image(_pillow_rgb_to_hsv),
+            dtypes=("uint8",),
+            host_only=HOST,
+            description="Pillow Image.convert('HSV'), 0..255 / 255",
+            spec=HOST_SPEC,
+        ),
+    ],
+)
 
 
 def _kornia_hsv_to_rgb(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
@@ -122,28 +172,63 @@ def _pillow_hsv_to_rgb(image: np.ndarray, params: dict[str, Any]) -> np.ndarray:
 
 
 HSV_TO_RGB = Operation(
-    name="hsv_to_rgb", description="HSV (hue in turns) -> RGB (hexcone)",
-    reference=lambda image, case: (255.0 * color.hsv_to_rgb(image / 255.0) if case.recipe.dtype == "uint8"
-                                   else color.hsv_to_rgb(image)),
-    params=no_params, dtypes=("uint8", "float32"), modes=("default",), recipes=hsv_recipes,
+    name="hsv_to_rgb",
+    description="HSV (hue in turns) -> RGB (hexcone)",
+    reference=lambda image, case: (
+        255.0 * color.hsv_to_rgb(image / 255.0) if case.recipe.dtype == "uint8" else color.hsv_to_rgb(image)
+    ),
+    params=no_params,
+    dtypes=("uint8", "float32"),
+    modes=("default",),
+    recipes=hsv_recipes,
     tolerances=[
-        Rule(Tolerance("float32-hexcone", atol=2e-6, rtol=0,
-                       reason="hue to sextant and fraction (hue x 6, floor) and up to two products in float32, "
-                              "after the unit mapping (x 2 pi, x 360); docs/tolerances.md has the measured maximum"),
-             dtype="float32"),
-        Rule(Tolerance("uint8-exact", atol=0,
-                       reason="V is copied and p, q, t rounded; their exact values are never halfway "
-                              "(odd multiples of 1/2 cannot be v (255 - s) / 255 or its like)"), dtype="uint8"),
+        Rule(
+            Tolerance(
+                "float32-hexcone",
+                atol=2e-6,
+                rtol=0,
+                reason="hue to sextant and fraction (hue x 6, floor) and up to two products in float32, "
+                "after the unit mapping (x 2 pi, x 360); docs/tolerances.md has the measured maximum",
+            ),
+            dtype="float32",
+        ),
+        Rule(
+            Tolerance(
+                "uint8-exact",
+                atol=0,
+                reason="V is copied and p, q, t rounded; their exact values are never halfway "
+                "(odd multiples of 1/2 cannot be v (255 - s) / 255 or its like)",
+            ),
+            dtype="uint8",
+        ),
     ],
     implementations=[
-        Implementation(library=KORNIA, call=_kornia_hsv_to_rgb, dtypes=("float32",),
-                       description="kornia.color.hsv_to_rgb, hue x 2 pi", spec={"keeps_memory_format": False}),
-        Implementation(library=OPENCV, call=per_host_image(_opencv_hsv_to_rgb), dtypes=("float32",),
-                       host_only=HOST, description="cv2.cvtColor(COLOR_HSV2RGB) (float), hue x 360", spec=HOST_SPEC),
+        Implementation(
+            library=KORNIA,
+            call=_kornia_hsv_to_rgb,
+            dtypes=("float32",),
+            description="kornia.color.hsv_to_rgb, hue x 2 pi",
+            spec={"keeps_memory_format": False},
+        ),
+        Implementation(
+            library=OPENCV,
+            call=per_host_image(_opencv_hsv_to_rgb),
+            dtypes=("float32",),
+            host_only=HOST,
+            description="cv2.cvtColor(COLOR_HSV2RGB) (float), hue x 360",
+            spec=HOST_SPEC,
+        ),
         # OpenCV's 8-bit hue unit (1/180 or, _FULL, 1/256 turn) cannot hold the 8-bit input's 1/255 steps.
-        Implementation(library=PILLOW, call=per_host_image(_pillow_hsv_to_rgb), dtypes=("uint8",), host_only=HOST,
-                       description="Pillow 'HSV' image .convert('RGB')", spec=HOST_SPEC),
-    ])
+        Implementation(
+            library=PILLOW,
+            call=per_host_image(_pillow_hsv_to_rgb),
+            dtypes=("uint8",),
+            host_only=HOST,
+            description="Pillow 'HSV' image .convert('RGB')",
+            spec=HOST_SPEC,
+        ),
+    ],
+)
 
 globals().update(RGB_TO_HSV.tests())
 globals().update(HSV_TO_RGB.tests())
@@ -223,19 +308,35 @@ def augmentation_recipes(dtype: str, channels: tuple[int, ...] = (3,)) -> st.Sea
     return image_recipes(dtype, channels=channels, min_batch_dims=1, max_batch_dims=1, max_side=48)
 
 
-JITTER_TOLERANCE = [Rule(Tolerance("float32-steps", atol=2e-5, rtol=0,
-                                   reason="up to four float32 steps (a blend, a mean, an HSV round trip), each "
-                                          "factor up to 1.99 amplifying the earlier steps' rounding; "
-                                          "docs/tolerances.md has the measured maximum"), dtype="float32")]
+JITTER_TOLERANCE = [
+    Rule(
+        Tolerance(
+            "float32-steps",
+            atol=2e-5,
+            rtol=0,
+            reason="up to four float32 steps (a blend, a mean, an HSV round trip), each "
+            "factor up to 1.99 amplifying the earlier steps' rounding; "
+            "docs/tolerances.md has the measured maximum",
+        ),
+        dtype="float32",
+    )
+]
 
 
 def _jitter_spec(name: str, steps) -> OpSpec:
     return OpSpec(
-        name=f"{name.lower()}_kornia", description=f"kornia.augmentation.{name}(p=1) with replayed parameters",
+        name=f"{name.lower()}_kornia",
+        description=f"kornia.augmentation.{name}(p=1) with replayed parameters",
         module=ModuleOp(build=_module(name), sample=sample, bounds=jitter_bounds, unmoved="works"),
-        reference=partial(jitter_reference, steps), dtypes=("float32",), modes=("default",), params=jitter_params,
-        recipes=augmentation_recipes, tolerances=JITTER_TOLERANCE, keeps_memory_format=False,
-        needs=(f"kornia.augmentation.{name}",))
+        reference=partial(jitter_reference, steps),
+        dtypes=("float32",),
+        modes=("default",),
+        params=jitter_params,
+        recipes=augmentation_recipes,
+        tolerances=JITTER_TOLERANCE,
+        keeps_memory_format=False,
+        needs=(f"kornia.augmentation.{name}",),
+    )
 
 
 COLOR_JITTER = _jitter_spec("ColorJitter", JITTER_STEPS)
@@ -254,15 +355,34 @@ def grayscale_reference(image: np.ndarray, case: Case, sampled: dict[str, torch.
 
 
 RANDOM_GRAYSCALE = OpSpec(
-    name="random_grayscale_kornia", description="kornia.augmentation.RandomGrayscale(p=1) with replayed parameters",
-    module=ModuleOp(build=lambda params: _kornia_augmentation("RandomGrayscale")(p=1.0), sample=sample,
-                    bounds=lambda params: {"batch_prob": (1.0, 1.0)}, unmoved="works"),
-    reference=grayscale_reference, dtypes=("float32",), modes=("default",), params=no_params,
-    recipes=partial(augmentation_recipes, channels=(3, 1, 4)), keeps_memory_format=False,
-    tolerances=[Rule(Tolerance("float32-luma", atol=1e-6, rtol=1e-6,
-                               reason="three float32 products and two sums (values up to 1.5 for out-of-range "
-                                      "content); docs/tolerances.md has the measured maximum"), dtype="float32")],
-    needs=("kornia.augmentation.RandomGrayscale",))
+    name="random_grayscale_kornia",
+    description="kornia.augmentation.RandomGrayscale(p=1) with replayed parameters",
+    module=ModuleOp(
+        build=lambda params: _kornia_augmentation("RandomGrayscale")(p=1.0),
+        sample=sample,
+        bounds=lambda params: {"batch_prob": (1.0, 1.0)},
+        unmoved="works",
+    ),
+    reference=grayscale_reference,
+    dtypes=("float32",),
+    modes=("default",),
+    params=no_params,
+    recipes=partial(augmentation_recipes, channels=(3, 1, 4)),
+    keeps_memory_format=False,
+    tolerances=[
+        Rule(
+            Tolerance(
+                "float32-luma",
+                atol=1e-6,
+                rtol=1e-6,
+                reason="three float32 products and two sums (values up to 1.5 for out-of-range "
+                "content); docs/tolerances.md has the measured maximum",
+            ),
+            dtype="float32",
+        )
+    ],
+    needs=("kornia.augmentation.RandomGrayscale",),
+)
 test_random_grayscale_kornia = RANDOM_GRAYSCALE.test()
 
 

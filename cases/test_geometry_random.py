@@ -7,6 +7,7 @@ documented ranges in `bounds`).  Reference: conformance.references.geometry from
 (which images flip, each crop's top-left corner); the crop's padding follows kornia's documented rule,
 never its sampled `padding_size`.  kornia documents (C, H, W) or (B, C, H, W) float images.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -16,9 +17,19 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes
-from conformance.spec.operations import KORNIA, Implementation, Operation, keywords
-from conformance.spec.recipes import Case, Recipe
+from conformance import (
+    KORNIA,
+    Case,
+    Implementation,
+    ModuleOp,
+    Operation,
+    OpSpec,
+    Recipe,
+    Rule,
+    Tolerance,
+    image_recipes,
+    keywords,
+)
 from conformance.references import geometry
 
 EXACT = [Rule(Tolerance("exact", reason="every output pixel is a copy of one input pixel or the fill value"))]
@@ -44,10 +55,18 @@ def _flip_spec(name: str, module: str, flip: Any) -> OpSpec:
         return getattr(kornia.augmentation, module)(p=1.0)
 
     return OpSpec(
-        name=name, description=f"kornia.augmentation.{module}(p=1) with replayed parameters",
+        name=name,
+        description=f"kornia.augmentation.{module}(p=1) with replayed parameters",
         module=ModuleOp(build=build, sample=sample, bounds=lambda params: {"batch_prob": SELECTED}, unmoved="works"),
-        reference=reference, dtypes=("float32",), modes=("default",), params=lambda recipe, mode: st.just({}),
-        recipes=RECIPES, tolerances=EXACT, keeps_memory_format=False, needs=(f"kornia.augmentation.{module}",))
+        reference=reference,
+        dtypes=("float32",),
+        modes=("default",),
+        params=lambda recipe, mode: st.just({}),
+        recipes=RECIPES,
+        tolerances=EXACT,
+        keeps_memory_format=False,
+        needs=(f"kornia.augmentation.{module}",),
+    )
 
 
 RANDOM_HFLIP = _flip_spec("random_horizontal_flip_kornia", "RandomHorizontalFlip", geometry.hflip)
@@ -73,10 +92,15 @@ def crop_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     pad_if_needed = draw(st.booleans(), label="pad_if_needed")
     extra_rows, extra_cols = (most_rows, most_cols) if pad_if_needed else (0, 0)  # fits with padding left out
     params: dict[str, Any] = {
-        "size": [draw(st.integers(1, rows + extra_rows), label="height"),
-                 draw(st.integers(1, cols + extra_cols), label="width")],
+        "size": [
+            draw(st.integers(1, rows + extra_rows), label="height"),
+            draw(st.integers(1, cols + extra_cols), label="width"),
+        ],
         "padding": [left, top, right, bottom],
-        "pad_if_needed": pad_if_needed, "padding_mode": padding_mode, "image_size": [rows, cols]}
+        "pad_if_needed": pad_if_needed,
+        "padding_mode": padding_mode,
+        "image_size": [rows, cols],
+    }
     if padding_mode == "constant":
         params["fill"] = draw(st.integers(0, 256), label="fill") / 256  # exact in float32
     return params
@@ -108,8 +132,11 @@ def crop_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
     """Every corner of the window lies in the padded image; the padding is the documented one."""
     left, top, right, bottom = crop_padding(params)
     rows, cols = params["image_size"][0] + top + bottom, params["image_size"][1] + left + right
-    return {"src": (0.0, float(max(rows, cols) - 1)), "batch_prob": SELECTED,
-            "padding_size": (float(min(left, top, right, bottom)), float(max(left, top, right, bottom)))}
+    return {
+        "src": (0.0, float(max(rows, cols) - 1)),
+        "batch_prob": SELECTED,
+        "padding_size": (float(min(left, top, right, bottom)), float(max(left, top, right, bottom))),
+    }
 
 
 def build_crop(params: dict[str, Any]) -> torch.nn.Module:
@@ -117,21 +144,36 @@ def build_crop(params: dict[str, Any]) -> torch.nn.Module:
     kornia 0.9 rejects a list, which its docs allow (docs/findings.md#kornia-randomcrop-rejects-a-padding-list)."""
     import kornia
 
-    return kornia.augmentation.RandomCrop(tuple(params["size"]), pad_if_needed=params["pad_if_needed"],
-                                          padding_mode=params["padding_mode"], p=1.0,
-                                          **keywords(params, padding=("padding", tuple), fill=None))
+    return kornia.augmentation.RandomCrop(
+        tuple(params["size"]),
+        pad_if_needed=params["pad_if_needed"],
+        padding_mode=params["padding_mode"],
+        p=1.0,
+        **keywords(params, padding=("padding", tuple), fill=None),
+    )
 
 
 # An operation of one implementation, for the documented defaults of the keywords a case leaves out:
 # "padding: ... Default is None, i.e no padding", "fill: ... Default is 0" (kornia's RandomCrop docstring).
 RANDOM_CROP_OPERATION = Operation(
-    name="random_crop", description="kornia.augmentation.RandomCrop(p=1) with replayed parameters",
-    reference=crop_reference, params=crop_params, optional=("padding", "fill"), dtypes=("float32",),
-    modes=("default",), recipes=RECIPES, tolerances=EXACT,
-    implementations=[Implementation(
-        library=KORNIA, module=ModuleOp(build=build_crop, sample=sample, bounds=crop_bounds, unmoved="works"),
-        defaults={"padding": None, "fill": 0.0},
-        spec={"keeps_memory_format": False, "needs": ("kornia.augmentation.RandomCrop",)})])
+    name="random_crop",
+    description="kornia.augmentation.RandomCrop(p=1) with replayed parameters",
+    reference=crop_reference,
+    params=crop_params,
+    optional=("padding", "fill"),
+    dtypes=("float32",),
+    modes=("default",),
+    recipes=RECIPES,
+    tolerances=EXACT,
+    implementations=[
+        Implementation(
+            library=KORNIA,
+            module=ModuleOp(build=build_crop, sample=sample, bounds=crop_bounds, unmoved="works"),
+            defaults={"padding": None, "fill": 0.0},
+            spec={"keeps_memory_format": False, "needs": ("kornia.augmentation.RandomCrop",)},
+        )
+    ],
+)
 RANDOM_CROP = RANDOM_CROP_OPERATION.specs()[0]
 
 test_random_horizontal_flip_kornia = RANDOM_HFLIP.test()

@@ -6,6 +6,7 @@ meaning, float in [0, 1] scaled to 0..255, rounded half up and saturated as
 `torchvision.utils.save_image` does it; uint8 and mode "F" pass through unchanged.
 PIL -> tensor (`pil_to_tensor`, `ToImage`, v1 `to_tensor`) as round trips, which must be exact.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,8 +18,7 @@ import torchvision.transforms.v2 as T_v2
 import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
-from conformance import ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
-from conformance.spec.recipes import Case
+from conformance import Case, ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
 
 PIL_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "F": 1}
 UINT8_MODES = ("L", "LA", "RGB", "RGBA")
@@ -56,26 +56,52 @@ def pil_output_dtype(case: Case) -> str:
     return "float32" if case.params["mode"] == "F" else "uint8"
 
 
-EXACT = [Rule(Tolerance("exact", reason="a conversion: each output value is determined; any difference is a "
-                                         "rounding, saturation or channel-order difference"))]
+EXACT = [
+    Rule(
+        Tolerance(
+            "exact",
+            reason="a conversion: each output value is determined; any difference is a "
+            "rounding, saturation or channel-order difference",
+        )
+    )
+]
 TO_PIL_VARIANTS = [(d, m) for d in ("uint8", "float32") for m in UINT8_MODES] + [("float32", "F")]
 
 
 def _to_pil_spec(name: str, description: str, **how: Any) -> OpSpec:
     return OpSpec(
-        name=name, description=description, reference=to_pil_reference, dtypes=("uint8", "float32"),
-        modes=tuple(PIL_CHANNELS), variants=TO_PIL_VARIANTS, params=no_params, tolerances=EXACT,
-        mode_recipes=pil_recipes, output_dtype=pil_output_dtype, read_output=pil_as_tensor, host_output=HOST,
-        needs=(description.split(" ")[0],), **how)
+        name=name,
+        description=description,
+        reference=to_pil_reference,
+        dtypes=("uint8", "float32"),
+        modes=tuple(PIL_CHANNELS),
+        variants=TO_PIL_VARIANTS,
+        params=no_params,
+        tolerances=EXACT,
+        mode_recipes=pil_recipes,
+        output_dtype=pil_output_dtype,
+        read_output=pil_as_tensor,
+        host_output=HOST,
+        needs=(description.split(" ")[0],),
+        **how,
+    )
 
 
-TO_PIL_V2 = _to_pil_spec("to_pil_image_v2", "torchvision.transforms.v2.functional.to_pil_image",
-                         call=lambda image, params: F_v2.to_pil_image(image, mode=params["mode"]))
-TO_PIL_V2_MODULE = _to_pil_spec("to_pil_image_v2_module", "torchvision.transforms.v2.ToPILImage",
-                                module=ModuleOp(build=lambda params: T_v2.ToPILImage(mode=params["mode"]),
-                                                unmoved="works"))
-TO_PIL_V1 = _to_pil_spec("to_pil_image_v1", "torchvision.transforms.functional.to_pil_image (v1)",
-                         call=lambda image, params: F_v1.to_pil_image(image, mode=params["mode"]))
+TO_PIL_V2 = _to_pil_spec(
+    "to_pil_image_v2",
+    "torchvision.transforms.v2.functional.to_pil_image",
+    call=lambda image, params: F_v2.to_pil_image(image, mode=params["mode"]),
+)
+TO_PIL_V2_MODULE = _to_pil_spec(
+    "to_pil_image_v2_module",
+    "torchvision.transforms.v2.ToPILImage",
+    module=ModuleOp(build=lambda params: T_v2.ToPILImage(mode=params["mode"]), unmoved="works"),
+)
+TO_PIL_V1 = _to_pil_spec(
+    "to_pil_image_v1",
+    "torchvision.transforms.functional.to_pil_image (v1)",
+    call=lambda image, params: F_v1.to_pil_image(image, mode=params["mode"]),
+)
 
 
 # -- PIL -> tensor, as round trips from the tensor on the target ---------------------------------
@@ -87,32 +113,60 @@ def divided_by_255(image: np.ndarray, case: Case) -> np.ndarray:
     return image if case.params["mode"] == "F" else image / 255
 
 
-def _round_trip_spec(name: str, description: str, from_pil, reference=identity, tolerances=EXACT,
-                     output_dtype=None) -> OpSpec:
+def _round_trip_spec(
+    name: str, description: str, from_pil, reference=identity, tolerances=EXACT, output_dtype=None
+) -> OpSpec:
     """`description` is the dotted name of the PIL -> tensor function (skipped where the library lacks it)."""
+
     def call(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         return from_pil(F_v2.to_pil_image(image, mode=params["mode"]))
 
     return OpSpec(
-        name=name, description=f"{description}(to_pil_image(x)): a uint8 or 'F' round trip", call=call,
-        reference=reference, dtypes=("uint8", "float32"), modes=tuple(PIL_CHANNELS),
-        variants=[("uint8", m) for m in UINT8_MODES] + [("float32", "F")], params=no_params,
-        tolerances=tolerances, mode_recipes=pil_recipes, output_dtype=output_dtype, host_output=HOST,
-        needs=(description, "torchvision.transforms.v2.functional.to_pil_image"))
+        name=name,
+        description=f"{description}(to_pil_image(x)): a uint8 or 'F' round trip",
+        call=call,
+        reference=reference,
+        dtypes=("uint8", "float32"),
+        modes=tuple(PIL_CHANNELS),
+        variants=[("uint8", m) for m in UINT8_MODES] + [("float32", "F")],
+        params=no_params,
+        tolerances=tolerances,
+        mode_recipes=pil_recipes,
+        output_dtype=output_dtype,
+        host_output=HOST,
+        needs=(description, "torchvision.transforms.v2.functional.to_pil_image"),
+    )
 
 
-PIL_TO_TENSOR_V2 = _round_trip_spec("pil_to_tensor_v2", "torchvision.transforms.v2.functional.pil_to_tensor",
-                                    F_v2.pil_to_tensor)
-TO_IMAGE_V2 = _round_trip_spec("to_image_v2", "torchvision.transforms.v2.functional.to_image",
-                               lambda pil: F_v2.to_image(pil).as_subclass(torch.Tensor))
-PIL_TO_TENSOR_V1 = _round_trip_spec("pil_to_tensor_v1", "torchvision.transforms.functional.pil_to_tensor",
-                                    F_v1.pil_to_tensor)
+PIL_TO_TENSOR_V2 = _round_trip_spec(
+    "pil_to_tensor_v2", "torchvision.transforms.v2.functional.pil_to_tensor", F_v2.pil_to_tensor
+)
+TO_IMAGE_V2 = _round_trip_spec(
+    "to_image_v2",
+    "torchvision.transforms.v2.functional.to_image",
+    lambda pil: F_v2.to_image(pil).as_subclass(torch.Tensor),
+)
+PIL_TO_TENSOR_V1 = _round_trip_spec(
+    "pil_to_tensor_v1", "torchvision.transforms.functional.pil_to_tensor", F_v1.pil_to_tensor
+)
 TO_TENSOR_V1 = _round_trip_spec(
-    "to_tensor_v1", "torchvision.transforms.functional.to_tensor", F_v1.to_tensor, reference=divided_by_255,
+    "to_tensor_v1",
+    "torchvision.transforms.functional.to_tensor",
+    F_v1.to_tensor,
+    reference=divided_by_255,
     output_dtype=lambda case: "float32",
-    tolerances=[Rule(Tolerance("float32-division", atol=1.2e-7, rtol=0,
-                               reason="k / 255 computed in float32: within one ulp (1.2e-7 at 1.0) of the exact "
-                                      "value; measured max 3.0e-8 over 300 cases per mode"))])
+    tolerances=[
+        Rule(
+            Tolerance(
+                "float32-division",
+                atol=1.2e-7,
+                rtol=0,
+                reason="k / 255 computed in float32: within one ulp (1.2e-7 at 1.0) of the exact "
+                "value; measured max 3.0e-8 over 300 cases per mode",
+            )
+        )
+    ],
+)
 
 
 test_to_pil_image_v2 = TO_PIL_V2.test()

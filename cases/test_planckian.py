@@ -8,6 +8,7 @@ transform with the authors' published table, transcribed in conformance.referenc
 B/G, keep green, clamp again.  The placement checks make sure the table follows `.to()`
 (kornia#2791); a parameter-free augmentation must also work when left on the cpu.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -17,8 +18,7 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from conformance import ModuleOp, OpSpec, Rule, Tolerance, image_recipes, versions
-from conformance.spec.recipes import CONTENTS, Case
+from conformance import CONTENTS, Case, ModuleOp, OpSpec, Rule, Tolerance, image_recipes, versions
 from conformance.references import planckian
 
 MODES = ("blackbody", "CIED")
@@ -36,8 +36,14 @@ def row_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
 # kornia documents clamping input and output to [0, 1] from 0.9; before, values below 0 pass through (as in the
 # authors' code), so out-of-range inputs are outside the documented meaning there and are not drawn.
 CLAMPS = not versions.below("kornia", "0.9")
-NARROWED = "" if CLAMPS else (f"kornia {versions.version_of('kornia')} < 0.9 does not clamp inputs to [0, 1]: "
-                              f"out-of-range content is not drawn")
+NARROWED = (
+    ""
+    if CLAMPS
+    else (
+        f"kornia {versions.version_of('kornia')} < 0.9 does not clamp inputs to [0, 1]: "
+        f"out-of-range content is not drawn"
+    )
+)
 
 
 def build(params: dict[str, Any]) -> torch.nn.Module:
@@ -59,17 +65,35 @@ PLANCKIAN = OpSpec(
     modes=MODES,
     params=lambda recipe, mode: st.just({"mode": mode}),
     # kornia documents (B, 3, H, W); out-of-range content exercises the input clamp.
-    recipes=partial(image_recipes, channels=(3,), min_batch_dims=1, max_batch_dims=1, max_side=64,
-                    contents=None if CLAMPS else [c for c in CONTENTS if c != "out_of_range"]),
+    recipes=partial(
+        image_recipes,
+        channels=(3,),
+        min_batch_dims=1,
+        max_batch_dims=1,
+        max_side=64,
+        contents=None if CLAMPS else [c for c in CONTENTS if c != "out_of_range"],
+    ),
     narrowed=NARROWED,
     tolerances=[
-        Rule(Tolerance("float32-multiply", atol=1e-6, rtol=1e-6,
-                       reason="the float32 ratio times a value in [0, 1], rounded once; measured max 3.0e-8"),
-             dtype="float32"),
-        Rule(Tolerance("float64-multiply", atol=1e-12, rtol=1e-12,
-                       reason="float64 multiply; the published 4-decimal table is float32 data, and both the op "
-                              "and the reference take R/G and B/G in float32; measured max 0"),
-             dtype="float64"),
+        Rule(
+            Tolerance(
+                "float32-multiply",
+                atol=1e-6,
+                rtol=1e-6,
+                reason="the float32 ratio times a value in [0, 1], rounded once; measured max 3.0e-8",
+            ),
+            dtype="float32",
+        ),
+        Rule(
+            Tolerance(
+                "float64-multiply",
+                atol=1e-12,
+                rtol=1e-12,
+                reason="float64 multiply; the published 4-decimal table is float32 data, and both the op "
+                "and the reference take R/G and B/G in float32; measured max 0",
+            ),
+            dtype="float64",
+        ),
     ],
     keeps_memory_format=False,  # kornia stacks the channels into a new contiguous tensor
     needs=("kornia.augmentation.RandomPlanckianJitter",),

@@ -4,6 +4,7 @@ Reference: conformance.references.resample (float64, from the documented maths).
 Every tolerance below was measured with benchmarks/calibrate.py; the
 numbers and their reasons are in docs/tolerances.md.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -16,10 +17,25 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 from torchvision.transforms import InterpolationMode
 
-from conformance import Recipe, Rule, Tolerance, image_recipes, sides
-from conformance.spec.adapters import batched, per_host_image, pillow_image_op
-from conformance.spec.operations import KORNIA, OPENCV, PILLOW, TV1, TV2, Implementation, Operation, keywords
-from conformance.spec.recipes import Case
+from conformance import (
+    KORNIA,
+    OPENCV,
+    PILLOW,
+    TV1,
+    TV2,
+    Case,
+    Implementation,
+    Operation,
+    Recipe,
+    Rule,
+    Tolerance,
+    batched,
+    image_recipes,
+    keywords,
+    per_host_image,
+    pillow_image_op,
+    sides,
+)
 from conformance.references import resample
 
 MODES = ("nearest", "nearest-exact", "bilinear", "bilinear-antialias", "bicubic", "bicubic-antialias")
@@ -76,13 +92,22 @@ def resize_features(case: Case) -> dict[str, Any]:
     height, width = case.recipe.height, case.recipe.width
     out_height, out_width = output_size(height, width, case.params)
     exact = case.params["interpolation"] == "nearest-exact"
-    on_edges = any(_samples_on_pixel_edges(n, m, exact) for n, m in ((height, out_height), (width, out_width))
-                   if n != m)
+    on_edges = any(
+        _samples_on_pixel_edges(n, m, exact) for n, m in ((height, out_height), (width, out_width)) if n != m
+    )
     size = case.params["size"]
-    through_aspect = len(size) == 1 and case.params["max_size"] is None and \
-        _long_side_through_aspect_ratio(height, width, size[0]) != max(out_height, out_width)
-    return {"out_height": out_height, "out_width": out_width, "resizes_height": out_height != height,
-            "samples_on_pixel_edges": on_edges, "long_side_through_aspect_ratio_differs": through_aspect}
+    through_aspect = (
+        len(size) == 1
+        and case.params["max_size"] is None
+        and _long_side_through_aspect_ratio(height, width, size[0]) != max(out_height, out_width)
+    )
+    return {
+        "out_height": out_height,
+        "out_width": out_width,
+        "resizes_height": out_height != height,
+        "samples_on_pixel_edges": on_edges,
+        "long_side_through_aspect_ratio_differs": through_aspect,
+    }
 
 
 def resize_timing(recipe: Recipe, mode: str) -> dict[str, Any]:
@@ -103,14 +128,21 @@ def _mode(params: dict[str, Any]) -> InterpolationMode:
 
 def _torchvision(resize_fn):
     """v2 and v1 take the operation's keywords as they are (interpolation as an InterpolationMode)."""
+
     def call(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
-        return resize_fn(image, size=params["size"], max_size=params["max_size"],
-                         **keywords(params, interpolation=("interpolation", InterpolationMode), antialias=None))
+        return resize_fn(
+            image,
+            size=params["size"],
+            max_size=params["max_size"],
+            **keywords(params, interpolation=("interpolation", InterpolationMode), antialias=None),
+        )
 
     return call
 
 
-def _output_size(image: torch.Tensor | np.ndarray, params: dict[str, Any], channels_last: bool = False) -> tuple[int, int]:
+def _output_size(
+    image: torch.Tensor | np.ndarray, params: dict[str, Any], channels_last: bool = False
+) -> tuple[int, int]:
     height, width = image.shape[-3:-1] if channels_last else image.shape[-2:]
     return output_size(height, width, params)
 
@@ -120,15 +152,19 @@ def _kornia(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
     the interpolation, not the size rule); a short-edge size is kornia's int `size` with side="short"."""
     import kornia
 
-    size = params["size"][0] if len(params["size"]) == 1 and params["max_size"] is None else \
-        _output_size(image, params)
-    return kornia.geometry.transform.resize(image, size, **keywords(
-        params, interpolation=("interpolation", str), antialias=None))
+    size = params["size"][0] if len(params["size"]) == 1 and params["max_size"] is None else _output_size(image, params)
+    return kornia.geometry.transform.resize(
+        image, size, **keywords(params, interpolation=("interpolation", str), antialias=None)
+    )
 
 
 PILLOW_FILTERS = {"nearest-exact": "NEAREST", "bilinear-antialias": "BILINEAR", "bicubic-antialias": "BICUBIC"}
-OPENCV_FLAGS = {"nearest": "INTER_NEAREST", "nearest-exact": "INTER_NEAREST_EXACT", "bilinear": "INTER_LINEAR",
-                "bicubic": "INTER_CUBIC"}
+OPENCV_FLAGS = {
+    "nearest": "INTER_NEAREST",
+    "nearest-exact": "INTER_NEAREST_EXACT",
+    "bilinear": "INTER_LINEAR",
+    "bicubic": "INTER_CUBIC",
+}
 
 
 def _mode_of(params: dict[str, Any]) -> str:
@@ -163,19 +199,34 @@ def optional_keywords(mode: str) -> tuple[str, ...]:
 
 
 UINT8_ROUNDING = Tolerance(
-    "uint8-rounding", atol=1,
+    "uint8-rounding",
+    atol=1,
     reason="uint8 output may be one step from round(reference): float32 coordinates, and fixed-point "
-           "weights on the native CPU path; measured max 1 (bilinear, v1 bicubic)")
+    "weights on the native CPU path; measured max 1 (bilinear, v1 bicubic)",
+)
 EXACT = Tolerance("exact", reason="nearest modes only copy input pixels: any difference is a wrong index")
-FLOAT32 = Tolerance("float32-coordinates", atol=1e-4, rtol=1e-5,
-                    reason="interpolate computes source coordinates and weights in float32: error grows with "
-                           "the pixel index (up to 300) times the local slope; measured max 4.9e-5 (bicubic)")
-FLOAT64 = Tolerance("float64-accumulation", atol=1e-12, rtol=1e-12,
-                    reason="float64 coordinates and sums; measured max 2.2e-14")
-FLOAT16 = Tolerance("float16-output-rounding", atol=1e-3, rtol=1e-3,
-                    reason="computed in float32, rounded to float16: half an ulp is 4.9e-4 at 1.0; measured max 5.1e-4")
-BFLOAT16 = Tolerance("bfloat16-output-rounding", atol=8e-3, rtol=8e-3,
-                     reason="computed in float32, rounded to bfloat16: half an ulp is 3.9e-3 at 1.0; measured max 3.9e-3")
+FLOAT32 = Tolerance(
+    "float32-coordinates",
+    atol=1e-4,
+    rtol=1e-5,
+    reason="interpolate computes source coordinates and weights in float32: error grows with "
+    "the pixel index (up to 300) times the local slope; measured max 4.9e-5 (bicubic)",
+)
+FLOAT64 = Tolerance(
+    "float64-accumulation", atol=1e-12, rtol=1e-12, reason="float64 coordinates and sums; measured max 2.2e-14"
+)
+FLOAT16 = Tolerance(
+    "float16-output-rounding",
+    atol=1e-3,
+    rtol=1e-3,
+    reason="computed in float32, rounded to float16: half an ulp is 4.9e-4 at 1.0; measured max 5.1e-4",
+)
+BFLOAT16 = Tolerance(
+    "bfloat16-output-rounding",
+    atol=8e-3,
+    rtol=8e-3,
+    reason="computed in float32, rounded to bfloat16: half an ulp is 3.9e-3 at 1.0; measured max 3.9e-3",
+)
 
 TOLERANCES = [
     Rule(EXACT, mode="nearest*"),
@@ -193,25 +244,61 @@ HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST, "timing": Non
 TORCHVISION_DEFAULTS = {"antialias": True, "interpolation": "bilinear"}
 
 RESIZE_OPERATION = Operation(
-    name="resize", description="resize to [h, w] or a short edge (+ max_size)",
-    reference=resize_reference, params=resize_params, dtypes=("uint8", "float32", "float64", "float16", "bfloat16"),
-    modes=MODES, tolerances=TOLERANCES, optional=optional_keywords, spec={"features": resize_features, "timing": resize_timing},
+    name="resize",
+    description="resize to [h, w] or a short edge (+ max_size)",
+    reference=resize_reference,
+    params=resize_params,
+    dtypes=("uint8", "float32", "float64", "float16", "bfloat16"),
+    modes=MODES,
+    tolerances=TOLERANCES,
+    optional=optional_keywords,
+    spec={"features": resize_features, "timing": resize_timing},
     implementations=[
-        Implementation(library=TV2, name="resize", call=_torchvision(F_v2.resize), defaults=TORCHVISION_DEFAULTS,
-                       description="torchvision.transforms.v2.functional.resize on image tensors"),
+        Implementation(
+            library=TV2,
+            name="resize",
+            call=_torchvision(F_v2.resize),
+            defaults=TORCHVISION_DEFAULTS,
+            description="torchvision.transforms.v2.functional.resize on image tensors",
+        ),
         # v1 differs only for uint8 bilinear/bicubic: it always takes the float path (no native uint8
         # kernel), like v2 does on CUDA.  It accepts at most 4-D input, so it draws cases of its own.
-        Implementation(library=TV1, name="resize_v1", call=_torchvision(F_v1.resize), dtypes=("uint8",),
-                       modes=MODES[2:], defaults=TORCHVISION_DEFAULTS, recipes=partial(image_recipes, max_batch_dims=1),
-                       description="torchvision.transforms.functional.resize (v1) on uint8 tensors"),
-        Implementation(library=KORNIA, call=batched(_kornia), dtypes=("float32",), modes=("nearest", "bilinear", "bicubic"),
-                       defaults={"interpolation": "bilinear", "antialias": False},
-                       spec={"keeps_memory_format": False, "needs": ("kornia.geometry.transform.resize",)}),
-        Implementation(library=PILLOW, call=pillow_image_op(_pillow), dtypes=("uint8", "float32"),
-                       modes=tuple(PILLOW_FILTERS), host_only=HOST, spec=HOST_SPEC),
-        Implementation(library=OPENCV, call=per_host_image(_opencv), dtypes=("uint8", "float32"),
-                       modes=tuple(OPENCV_FLAGS), defaults={"interpolation": "bilinear"}, host_only=HOST,
-                       spec=HOST_SPEC | {"needs": ("cv2.resize",)}),
-    ])
+        Implementation(
+            library=TV1,
+            name="resize_v1",
+            call=_torchvision(F_v1.resize),
+            dtypes=("uint8",),
+            modes=MODES[2:],
+            defaults=TORCHVISION_DEFAULTS,
+            recipes=partial(image_recipes, max_batch_dims=1),
+            description="torchvision.transforms.functional.resize (v1) on uint8 tensors",
+        ),
+        Implementation(
+            library=KORNIA,
+            call=batched(_kornia),
+            dtypes=("float32",),
+            modes=("nearest", "bilinear", "bicubic"),
+            defaults={"interpolation": "bilinear", "antialias": False},
+            spec={"keeps_memory_format": False, "needs": ("kornia.geometry.transform.resize",)},
+        ),
+        Implementation(
+            library=PILLOW,
+            call=pillow_image_op(_pillow),
+            dtypes=("uint8", "float32"),
+            modes=tuple(PILLOW_FILTERS),
+            host_only=HOST,
+            spec=HOST_SPEC,
+        ),
+        Implementation(
+            library=OPENCV,
+            call=per_host_image(_opencv),
+            dtypes=("uint8", "float32"),
+            modes=tuple(OPENCV_FLAGS),
+            defaults={"interpolation": "bilinear"},
+            host_only=HOST,
+            spec=HOST_SPEC | {"needs": ("cv2.resize",)},
+        ),
+    ],
+)
 RESIZE, RESIZE_V1, RESIZE_KORNIA, RESIZE_PILLOW, RESIZE_OPENCV = RESIZE_OPERATION.specs()
 globals().update(RESIZE_OPERATION.tests())

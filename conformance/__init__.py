@@ -1,24 +1,40 @@
 """conformance: does an image op give the same answer on every device and build?
 
-Public API for case modules:
+The public API for case modules (every name a case module needs, importable from here):
   OpSpec          declare an op (call, reference, params, tolerances)
   ModuleOp        an nn.Module op for OpSpec(module=...): build, forward, random params, unmoved promise
   ExpectedError   what an invalid input must raise, for OpSpec(error_modes=...)
+  Operation, Implementation, keywords, OMIT
+                  one operation implemented by several libraries (conformance.spec.operations, .implementations)
+  TV2, TV1, TVIO, KORNIA, PILLOW, OPENCV, TORCHCODEC
+                  the libraries' names for Implementation(library=...)
   Tolerance, Rule tolerance policies with reasons, scoped by check/dtype/mode/target
-  image_recipes   hypothesis strategy of image recipes
+  Case, Recipe, CONTENTS, materialize, to_float64
+                  cases and image recipes, and their pixels
+  image_recipes, sides
+                  hypothesis strategies of image recipes and sizes
+  batched, per_host_image, pillow_image_op
+                  adapters for libraries that take images one at a time, on the host
   versions        the imported library versions (for `narrowed` strategies and preconditions)
 
-The names are imported on first use (they import torch): the pytest plugin lives in this
-package and is loaded into every pytest session, where it must not import torch.
+The names are imported on first use (they import torch): the pytest plugin lives in this package and is
+loaded into every pytest session, where it must not import torch.  The layers behind them are described
+in docs/architecture.md.
 """
+
 from importlib import import_module
 from typing import Any
 
 _PUBLIC = {
-    "versions": "conformance.spec.versions", "Rule": "conformance.spec.tolerances", "Tolerance": "conformance.spec.tolerances",
-    "Case": "conformance.spec.recipes", "Recipe": "conformance.spec.recipes", "ExpectedError": "conformance.spec.opspec",
-    "ModuleOp": "conformance.spec.opspec", "OpSpec": "conformance.spec.opspec", "image_recipes": "conformance.spec.strategies",
-    "sides": "conformance.spec.strategies",
+    "versions": "conformance.spec.versions",
+    **dict.fromkeys(("Rule", "Tolerance"), "conformance.spec.tolerances"),
+    **dict.fromkeys(("Case", "Recipe", "CONTENTS", "materialize", "to_float64"), "conformance.spec.recipes"),
+    **dict.fromkeys(("ExpectedError", "ModuleOp", "OpSpec"), "conformance.spec.opspec"),
+    "Operation": "conformance.spec.operations",
+    **dict.fromkeys(("Implementation", "keywords", "OMIT"), "conformance.spec.implementations"),
+    **dict.fromkeys(("TV2", "TV1", "TVIO", "KORNIA", "PILLOW", "OPENCV", "TORCHCODEC"), "conformance.spec.libraries"),
+    **dict.fromkeys(("image_recipes", "sides"), "conformance.spec.strategies"),
+    **dict.fromkeys(("batched", "per_host_image", "pillow_image_op"), "conformance.spec.adapters"),
 }
 __all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"

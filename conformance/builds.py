@@ -6,6 +6,7 @@ A baseline folder (safe to commit or upload: JSON and npz arrays, nothing pickle
     outputs/        every output of the baseline profile's fixed cases, per target (conformance.store.outputs)
     timings.json    time per op, target and input size, against a calibration op (conformance.engine.timing)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,14 +34,31 @@ FORMAT = "conformance-baseline/1"
 SHOWN = 40  # changes listed on the terminal per severity (all are in --json)
 
 
-CORE_VALUE_OPTIONS = ("-k", "-m", "-p", "-o", "-n", "-W", "-c", "--junitxml", "--rootdir", "--basetemp", "--dist",
-                      "--maxfail", "--durations", "--tb")
+CORE_VALUE_OPTIONS = (
+    "-k",
+    "-m",
+    "-p",
+    "-o",
+    "-n",
+    "-W",
+    "-c",
+    "--junitxml",
+    "--rootdir",
+    "--basetemp",
+    "--dist",
+    "--maxfail",
+    "--durations",
+    "--tb",
+)
 
 
 def case_paths(pytest_args: list[str]) -> list[str]:
     """The files and folders the (joined) pytest arguments name for collection."""
-    return [arg for previous, arg in zip(["", *pytest_args], pytest_args)
-            if not arg.startswith("-") and previous not in CORE_VALUE_OPTIONS and Path(arg.split("::")[0]).exists()]
+    return [
+        arg
+        for previous, arg in zip(["", *pytest_args], pytest_args, strict=False)
+        if not arg.startswith("-") and previous not in CORE_VALUE_OPTIONS and Path(arg.split("::")[0]).exists()
+    ]
 
 
 def _environment_of(run_dir: Path) -> dict[str, Any]:
@@ -52,11 +70,11 @@ def _environment_of(run_dir: Path) -> dict[str, Any]:
     return {}
 
 
-def make_baseline(out: Path, pytest_args: list[str], *, timings: bool, shapes: list[str], ops: list[str] | None,
-                  rounds: int) -> int:
+def make_baseline(
+    out: Path, pytest_args: list[str], *, timings: bool, shapes: list[str], ops: list[str] | None, rounds: int
+) -> int:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        print(f"conformance baseline: {out} exists and is not empty (a baseline is never overwritten)",
-              file=sys.stderr)
+        print(f"conformance baseline: {out} exists and is not empty (a baseline is never overwritten)", file=sys.stderr)
         return 4
     pytest_args = pytest_command(pytest_args)
     cases = case_paths(pytest_args)
@@ -68,8 +86,18 @@ def make_baseline(out: Path, pytest_args: list[str], *, timings: bool, shapes: l
     out.mkdir(parents=True, exist_ok=True)
     run_name = f"baseline-{time.strftime('%Y%m%d-%H%M%S')}"
     reports = Path("reports")
-    rc = run_pytest([*pytest_args, f"--record-outputs={out / 'outputs'}", "--hypothesis-profile=baseline",
-                     f"--run-name={run_name}", "-p", "no:cacheprovider", "-q", f"--reports-dir={reports}"])
+    rc = run_pytest(
+        [
+            *pytest_args,
+            f"--record-outputs={out / 'outputs'}",
+            "--hypothesis-profile=baseline",
+            f"--run-name={run_name}",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--reports-dir={reports}",
+        ]
+    )
     if rc not in (0, 1):
         print(f"conformance baseline: the suite ended with exit code {rc}; no baseline written", file=sys.stderr)
         return rc
@@ -80,31 +108,55 @@ def make_baseline(out: Path, pytest_args: list[str], *, timings: bool, shapes: l
     except OutputsError as exc:
         print(f"conformance baseline: {exc}", file=sys.stderr)
         return 4
-    manifest = {"format": FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "pytest_args": pytest_args,
-                "hypothesis_profile": "baseline", "run_folder": str(run_dirs[-1]) if run_dirs else None,
-                "environment": environment, "outputs": len(index), "ops": sorted({k.op for k in index}),
-                "suite_exit_code": rc}
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "pytest_args": pytest_args,
+        "hypothesis_profile": "baseline",
+        "run_folder": str(run_dirs[-1]) if run_dirs else None,
+        "environment": environment,
+        "outputs": len(index),
+        "ops": sorted({k.op for k in index}),
+        "suite_exit_code": rc,
+    }
     (out / "baseline.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
-    print(f"baseline: {len(index)} outputs of {len(manifest['ops'])} ops in {out / 'outputs'} "
-          f"(the suite's own verdict: exit {rc}, see {manifest['run_folder']})")
+    print(
+        f"baseline: {len(index)} outputs of {len(manifest['ops'])} ops in {out / 'outputs'} "
+        f"(the suite's own verdict: exit {rc}, see {manifest['run_folder']})"
+    )
     if not timings:
         return 0
-    rc = measure_timings(out / "timings.json", [Path(c.split("::")[0]) for c in cases], shapes=shapes, ops=ops,
-                         rounds=rounds, environment=environment)
+    rc = measure_timings(
+        out / "timings.json",
+        [Path(c.split("::")[0]) for c in cases],
+        shapes=shapes,
+        ops=ops,
+        rounds=rounds,
+        environment=environment,
+    )
     if rc == 0 and run_dirs:  # the run's report shows the timings as charts
         shutil.copyfile(out / "timings.json", run_dirs[-1] / "timings.json")
         print(f"report: {build_report(run_dirs[-1])}")
     return rc
 
 
-def measure_timings(path: Path, case_paths: list[Path], *, shapes: list[str], ops: list[str] | None, rounds: int,
-                    environment: dict[str, Any], slow: str | None = None, as_target: str | None = None, isa: bool = True) -> int:
+def measure_timings(
+    path: Path,
+    case_paths: list[Path],
+    *,
+    shapes: list[str],
+    ops: list[str] | None,
+    rounds: int,
+    environment: dict[str, Any],
+    slow: str | None = None,
+    as_target: str | None = None,
+    isa: bool = True,
+) -> int:
     """Time every op on this process's targets; each cpu ISA level in a child process with it set.
     `as_target`: this process is such a child: time the cpu only, under that name."""
     specs = [s for s in load_specs(case_paths) if ops is None or s.name in ops]
     if ops is not None and not specs:
-        print(f"conformance timing: no op named {', '.join(ops)} in {', '.join(map(str, case_paths))}",
-              file=sys.stderr)
+        print(f"conformance timing: no op named {', '.join(ops)} in {', '.join(map(str, case_paths))}", file=sys.stderr)
         return 4
     if slow is not None:
         specs = [planted_slowdown(s) if s.name == slow else s for s in specs]
@@ -117,11 +169,23 @@ def measure_timings(path: Path, case_paths: list[Path], *, shapes: list[str], op
     for isa_target in [t for t in targets if isinstance(t, IsaTarget)]:
         with tempfile.TemporaryDirectory() as folder:
             child = Path(folder) / "timings.json"
-            args = [sys.executable, "-m", "conformance", "timing", "-o", str(child), "--shapes", ",".join(shapes),
-                    "--rounds", str(rounds), "--as-target", isa_target.name]
+            args = [
+                sys.executable,
+                "-m",
+                "conformance",
+                "timing",
+                "-o",
+                str(child),
+                "--shapes",
+                ",".join(shapes),
+                "--rounds",
+                str(rounds),
+                "--as-target",
+                isa_target.name,
+            ]
             args += [f"--cases={p}" for p in case_paths[:1]] + ([f"--ops={','.join(ops)}"] if ops else [])
             args += [f"--planted-slowdown={slow}"] if slow else []
-            if subprocess.call(args, env=dict(os.environ, **{ENV: isa_target.level})) == 0:  # type: ignore[attr-defined]
+            if subprocess.call(args, env=dict(os.environ, **{ENV: isa_target.level})) == 0:
                 found += timing.read(child)
             else:
                 print(f"  {isa_target.name}: not timed (its worker process failed)")
@@ -133,7 +197,9 @@ def measure_timings(path: Path, case_paths: list[Path], *, shapes: list[str], op
 def planted_slowdown(spec: Any) -> Any:
     """The op, called twice per call: a 2x slowdown for the timing gate's benchmark."""
     if spec.call is not None:
-        return dataclasses.replace(spec, call=lambda image, params: (spec.call(image, params), spec.call(image, params))[1])
+        return dataclasses.replace(
+            spec, call=lambda image, params: (spec.call(image, params), spec.call(image, params))[1]
+        )
     forward = spec.module.forward
     module = dataclasses.replace(spec.module, forward=lambda m, i, p, s: (forward(m, i, p, s), forward(m, i, p, s))[1])
     return dataclasses.replace(spec, module=module)
@@ -154,35 +220,58 @@ def compare(baseline: Path, other: Path, *, threshold: float, json_out: Path | N
         return 4
     compared = len(read_index(outputs_folder(baseline)).keys() & read_index(outputs_folder(other)).keys())
     if compared == 0:
-        print(f"conformance compare: no case in common between {baseline} and {other}: they were made with other "
-              f"case parameters (hypothesis profile, seed, max examples) or other ops", file=sys.stderr)
+        print(
+            f"conformance compare: no case in common between {baseline} and {other}: they were made with other "
+            f"case parameters (hypothesis profile, seed, max examples) or other ops",
+            file=sys.stderr,
+        )
         return 4
     totals = drift.counts(changes, compared)
-    print(f"outputs: {compared} compared; " + ", ".join(f"{totals[s]} {drift.SEVERITY_TEXT[s]}"
-                                                           for s in drift.SEVERITIES))
+    print(
+        f"outputs: {compared} compared; " + ", ".join(f"{totals[s]} {drift.SEVERITY_TEXT[s]}" for s in drift.SEVERITIES)
+    )
     for severity in drift.SEVERITIES:
         rows = [c for c in changes if c.severity == severity]
         for change in rows[:SHOWN]:
-            print(f"  {severity:16} {change.key.op} on {change.key.target} [{change.key.dtype}, {change.key.mode}]: "
-                  f"{change.message}")
+            print(
+                f"  {severity:16} {change.key.op} on {change.key.target} [{change.key.dtype}, {change.key.mode}]: "
+                f"{change.message}"
+            )
         if len(rows) > SHOWN:
             print(f"  ... and {len(rows) - SHOWN} more {drift.SEVERITY_TEXT[severity]} (all in --json)")
     slowdowns: list[timing.Slowdown] = []
     pairs: list[timing.Slowdown] = []
     if before_t is not None and after_t is not None:
         slowdowns, pairs = timing.compare(before_t, after_t, threshold)
-        print(f"timings: {len(pairs)} compared against the calibration op; {len(slowdowns)} slower than "
-              f"{threshold:g}x")
+        print(f"timings: {len(pairs)} compared against the calibration op; {len(slowdowns)} slower than {threshold:g}x")
         for slow in slowdowns:
             print(f"  slower  {slow.describe()}")
     else:
         print("timings: not compared (timings.json missing on one side)")
     if json_out is not None:
-        json_out.write_text(json.dumps({"outputs": totals, "changes": [c.to_dict() for c in changes],
-                                        "timings": [{"op": p.after.op, "target": p.after.target, "dtype": p.after.dtype,
-                                                     "mode": p.after.mode, "shape": p.after.shape,
-                                                     "before_s": p.before.seconds, "after_s": p.after.seconds,
-                                                     "factor": p.factor, "slower": p in slowdowns} for p in pairs]},
-                                       indent=1), encoding="utf-8")
+        json_out.write_text(
+            json.dumps(
+                {
+                    "outputs": totals,
+                    "changes": [c.to_dict() for c in changes],
+                    "timings": [
+                        {
+                            "op": p.after.op,
+                            "target": p.after.target,
+                            "dtype": p.after.dtype,
+                            "mode": p.after.mode,
+                            "shape": p.after.shape,
+                            "before_s": p.before.seconds,
+                            "after_s": p.after.seconds,
+                            "factor": p.factor,
+                            "slower": p in slowdowns,
+                        }
+                        for p in pairs
+                    ],
+                },
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
     failing = totals["changed"] + totals["error_changed"] + len(slowdowns)
     return 1 if failing else 0

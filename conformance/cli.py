@@ -1,19 +1,21 @@
 """`python -m conformance`: run the suite, or rebuild a run's summary from its store.
 
-    python -m conformance run [PYTEST ARGS...]     the suite in ./cases on every visible target
-    python -m conformance summary reports/<run>    summary.json + table from the outcome files
-    python -m conformance report reports/<run>     (re)build reports/<run>/index.html
-    python -m conformance merge RUN... -o OUT      combine runs from several machines into one report
-    python -m conformance prune REPORTS --keep N   delete old run folders (--older-than DAYS, --dry-run)
-    python -m conformance baseline -o DIR [PYTEST ARGS...]   record outputs and timings of this build
-    python -m conformance compare BASELINE OTHER   what changed between two builds (outputs, timings)
-    python -m conformance timing -o FILE           time each op per target and input size
+python -m conformance run [PYTEST ARGS...]     the suite in ./cases on every visible target
+python -m conformance summary reports/<run>    summary.json + table from the outcome files
+python -m conformance report reports/<run>     (re)build reports/<run>/index.html
+python -m conformance merge RUN... -o OUT      combine runs from several machines into one report
+python -m conformance prune REPORTS --keep N   delete old run folders (--older-than DAYS, --dry-run)
+python -m conformance baseline -o DIR [PYTEST ARGS...]   record outputs and timings of this build
+python -m conformance compare BASELINE OTHER   what changed between two builds (outputs, timings)
+python -m conformance timing -o FILE           time each op per target and input size
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from conformance import launch
 from conformance.report.build import build_report
@@ -86,7 +88,7 @@ def _prune(reports: Path, keep: int | None, older_than: float | None, dry_run: b
 class UsageErrors(argparse.ArgumentParser):
     """argparse, but a usage error exits 4 like pytest's (2 means "interrupted" to a CI gate)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
 
@@ -105,26 +107,46 @@ def main(argv: list[str] | None = None) -> int:
     merge = commands.add_parser("merge", help="combine runs (e.g. from several machines) into one report")
     merge.add_argument("run_dirs", type=Path, nargs="+")
     merge.add_argument("-o", "--output", type=Path, required=True, help="folder of the merged run (must not exist)")
-    merge.add_argument("--label", action="append", default=None,
-                       help="column label per run, in order (default: the machine name recorded by each run)")
+    merge.add_argument(
+        "--label",
+        action="append",
+        default=None,
+        help="column label per run, in order (default: the machine name recorded by each run)",
+    )
     prune = commands.add_parser("prune", help="delete old run folders (never `latest`, never through a link)")
     prune.add_argument("reports_dir", type=Path)
     prune.add_argument("--keep", type=int, default=None, metavar="N", help="keep the N newest runs")
-    prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
-                       help="remove runs that finished more than DAYS ago (with --keep: only beyond the N newest)")
+    prune.add_argument(
+        "--older-than",
+        type=float,
+        default=None,
+        metavar="DAYS",
+        help="remove runs that finished more than DAYS ago (with --keep: only beyond the N newest)",
+    )
     prune.add_argument("--dry-run", action="store_true", help="print what would be removed; remove nothing")
 
-    baseline = commands.add_parser("baseline", help="record this build's outputs (fixed cases) and timings into a "
-                                                    "folder; other arguments go to pytest")
-    baseline.add_argument("-o", "--output", type=Path, required=True, help="baseline folder (must not exist or be empty)")
+    baseline = commands.add_parser(
+        "baseline",
+        help="record this build's outputs (fixed cases) and timings into a folder; other arguments go to pytest",
+    )
+    baseline.add_argument(
+        "-o", "--output", type=Path, required=True, help="baseline folder (must not exist or be empty)"
+    )
     baseline.add_argument("--no-timing", action="store_true", help="outputs only")
-    compare = commands.add_parser("compare", help="compare a baseline with another baseline or a run made with "
-                                                  "--baseline; exit 1 on a change beyond tolerance or a slowdown")
+    compare = commands.add_parser(
+        "compare",
+        help="compare a baseline with another baseline or a run made with "
+        "--baseline; exit 1 on a change beyond tolerance or a slowdown",
+    )
     compare.add_argument("baseline", type=Path)
     compare.add_argument("other", type=Path)
-    compare.add_argument("--slowdown", type=float, default=DEFAULT_THRESHOLD, metavar="FACTOR",
-                         help=f"flag ops slower than FACTOR x the baseline, against the calibration op "
-                              f"(default {DEFAULT_THRESHOLD})")
+    compare.add_argument(
+        "--slowdown",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        metavar="FACTOR",
+        help=f"flag ops slower than FACTOR x the baseline, against the calibration op (default {DEFAULT_THRESHOLD})",
+    )
     compare.add_argument("--json", type=Path, default=None, metavar="FILE", help="write every change to FILE")
     timed = commands.add_parser("timing", help="time each op per target and input size (written as JSON)")
     timed.add_argument("-o", "--output", type=Path, required=True, help="timings file to write")
@@ -133,8 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     timed.add_argument("--as-target", default=None, help=argparse.SUPPRESS)  # an ISA level's child process
     timed.add_argument("--no-isa", action="store_true", help="do not time the cpu's lower instruction-set levels")
     for sub in (baseline, timed):
-        sub.add_argument("--shapes", default=",".join(SHAPES),
-                         help=f"input shapes to time, comma list of {', '.join(SHAPES)}")
+        sub.add_argument(
+            "--shapes", default=",".join(SHAPES), help=f"input shapes to time, comma list of {', '.join(SHAPES)}"
+        )
         sub.add_argument("--ops", default=None, help="only these ops (comma list of op names)")
         sub.add_argument("--rounds", type=int, default=9, help="timed blocks per op and calibration (median)")
     if argv[:1] == ["baseline"]:
@@ -145,25 +168,35 @@ def main(argv: list[str] | None = None) -> int:
         shapes = [s for s in args.shapes.split(",") if s]
         unknown = [s for s in shapes if s not in SHAPES]
         if unknown or not shapes or args.rounds < 1:
-            parser.error(f"--shapes: unknown {unknown or 'empty list'} (known: {', '.join(SHAPES)})"
-                         if unknown or not shapes else "--rounds must be at least 1")
+            parser.error(
+                f"--shapes: unknown {unknown or 'empty list'} (known: {', '.join(SHAPES)})"
+                if unknown or not shapes
+                else "--rounds must be at least 1"
+            )
         ops = [o for o in args.ops.split(",") if o] if args.ops else None
     # baseline, timing and compare import torch (conformance.builds): not imported for the other commands,
     # so that `run` starts pytest at once
     if args.command == "baseline":
         from conformance.builds import make_baseline
 
-        return make_baseline(args.output, rest, timings=not args.no_timing, shapes=shapes, ops=ops,
-                             rounds=args.rounds)
+        return make_baseline(args.output, rest, timings=not args.no_timing, shapes=shapes, ops=ops, rounds=args.rounds)
     if args.command == "timing":
         from conformance.builds import measure_timings
 
         if not args.cases.exists():
             print(f"conformance timing: no such case folder or file {str(args.cases)!r}", file=sys.stderr)
             return USAGE_ERROR
-        return measure_timings(args.output, [args.cases], shapes=shapes, ops=ops, rounds=args.rounds,
-                               environment={}, slow=args.planted_slowdown, as_target=args.as_target,
-                               isa=not args.no_isa)
+        return measure_timings(
+            args.output,
+            [args.cases],
+            shapes=shapes,
+            ops=ops,
+            rounds=args.rounds,
+            environment={},
+            slow=args.planted_slowdown,
+            as_target=args.as_target,
+            isa=not args.no_isa,
+        )
     if args.command == "compare":
         from conformance.builds import compare as compare_builds
 

@@ -1,6 +1,7 @@
 """Starting pytest for `python -m conformance run` and `baseline`: the arguments it gets (every core
 by default, plugin options joined to their values) and a child process that ends like the user's run
 ends (Ctrl-C and SIGTERM become an interrupted run, exit 2)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -32,8 +33,12 @@ def workers_for(args: list[str]) -> int:
     """How many pytest-xdist workers `run` starts: one per core, unless the arguments chose (-n, --dist,
     -p no:xdist), ask for one process (--pdb, -s, --replay, --co) or xdist is not installed."""
     words = [*args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
-    if any(w in CHOSEN_OPTIONS or w.startswith(("-n", "--numprocesses=", "--dist=", "-pno:xdist")) or w in
-           SERIAL_OPTIONS or w.startswith(("--replay=", "--capture=no")) for w in words):
+    if any(
+        w in CHOSEN_OPTIONS
+        or w.startswith(("-n", "--numprocesses=", "--dist=", "-pno:xdist", "--replay=", "--capture=no"))
+        or w in SERIAL_OPTIONS
+        for w in words
+    ):
         return 0
     if importlib.util.find_spec("xdist") is None:
         return 0
@@ -61,8 +66,12 @@ def pytest_command(args: list[str]) -> list[str]:
     uses every core (`-n <cores>`, see `workers_for`)."""
     args = joined(args)
     workers = workers_for(args)
-    return (["--conformance"] + (["-o", "testpaths=cases"] if Path("cases").is_dir() else [])
-            + ([f"-n{workers}"] if workers else []) + args)
+    return (
+        ["--conformance"]
+        + (["-o", "testpaths=cases"] if Path("cases").is_dir() else [])
+        + ([f"-n{workers}"] if workers else [])
+        + args
+    )
 
 
 def run_pytest(pytest_args: list[str], workers: int = 0) -> int:

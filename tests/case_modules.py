@@ -1,13 +1,14 @@
 """The suite's case modules, for the harness's tests: cases/ is not a package, so they load by path."""
+
 import importlib.util
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
 CASES = Path(__file__).parents[1] / "cases"
 
 
-@lru_cache(maxsize=None)
+@cache
 def case_module(name: str) -> ModuleType:
     """cases/<name>.py, loaded once per test session (its specs then are the same objects everywhere)."""
     spec = importlib.util.spec_from_file_location(f"cases_{name}", CASES / f"{name}.py")

@@ -6,6 +6,7 @@ CUDA_VISIBLE_DEVICES when it first initialises (after this file runs: torch does
 CUDA on import, and nothing asks for devices before the plugin's pytest_configure), so hiding the
 GPUs here is enough; pytester subprocess runs inherit it.  CONFORMANCE_TESTS_USE_GPU=1 keeps them.
 """
+
 import os
 
 import pytest
@@ -27,7 +28,6 @@ def virtual_device():
         pytest.skip(reason)
 
 
-
 def _import_everything_once() -> None:
     """Most pytester runs here are in-process (`runpytest_inprocess`): a subprocess pays about 4 s of
     imports (torch, dynamo, hypothesis) before its first item, and that start-up was two thirds of this
@@ -36,16 +36,15 @@ def _import_everything_once() -> None:
     here, before any run.  A run stays in a subprocess of its own where the process is the subject: xdist
     workers, a worker that aborts, a signal or kill, the plugin's inertness, and a planted conftest that
     patches a library (the patch would outlive the run)."""
+    import contextlib
     import importlib
     import pkgutil
 
     import conformance
 
     for name in ("torch", "torchvision.transforms.v2", "kornia.augmentation", "PIL.Image", "cv2", "triton"):
-        try:
+        with contextlib.suppress(ImportError):  # an optional library (triton: CUDA builds only)
             importlib.import_module(name)
-        except ImportError:  # an optional library (triton: CUDA builds only)
-            pass
     for found in pkgutil.walk_packages(conformance.__path__, "conformance."):
         if found.name != "conformance.__main__":
             importlib.import_module(found.name)

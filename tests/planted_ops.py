@@ -2,6 +2,7 @@
 
 Each planted bug has one check that must catch it; `good_resize` must pass every check.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,8 +12,8 @@ import torchvision.transforms.v2.functional as F
 from hypothesis import strategies as st
 
 from conformance import OpSpec, Recipe, Rule, Tolerance, image_recipes
-from conformance.spec.recipes import Case
 from conformance.references import resample
+from conformance.spec.recipes import Case
 
 
 def good_resize(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
@@ -64,7 +65,11 @@ def bilinear_reference(image, case: Case):
 
 def make_spec(name: str, call, dtypes=("uint8", "float32")) -> OpSpec:
     return OpSpec(
-        name=name, call=call, reference=bilinear_reference, dtypes=dtypes, modes=("bilinear",),
+        name=name,
+        call=call,
+        reference=bilinear_reference,
+        dtypes=dtypes,
+        modes=("bilinear",),
         params=size_params,
         recipes=lambda dtype: image_recipes(dtype, max_side=40, contents=["noise"]),
         tolerances=[

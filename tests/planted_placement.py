@@ -6,6 +6,7 @@ tensor without device= (kornia#2837), a module that keeps a tensor as a plain
 attribute so `.to()` leaves it behind (kornia#2791), and a transform that
 round-trips the image through the host.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -101,8 +102,14 @@ def no_params(recipe, mode):
 
 def make_gain_spec(name: str, call=None, module: ModuleOp | None = None) -> OpSpec:
     return OpSpec(
-        name=name, call=call, module=module, reference=gain_reference, dtypes=("float32",), modes=("gain",),
-        params=no_params, recipes=lambda dtype: image_recipes(dtype, channels=[3], max_side=24),
+        name=name,
+        call=call,
+        module=module,
+        reference=gain_reference,
+        dtypes=("float32",),
+        modes=("gain",),
+        params=no_params,
+        recipes=lambda dtype: image_recipes(dtype, channels=[3], max_side=24),
         tolerances=[Rule(Tolerance("float32", atol=1e-6, rtol=1e-6, reason="one float32 multiply"))],
     )
 
@@ -112,5 +119,6 @@ def sample_gain(module: RandomGain, image: torch.Tensor, params: dict[str, Any])
 
 
 def random_gain_spec(replay: bool) -> OpSpec:
-    return make_gain_spec("random_gain", module=ModuleOp(build=lambda params: RandomGain(),
-                                                         sample=sample_gain if replay else None))
+    return make_gain_spec(
+        "random_gain", module=ModuleOp(build=lambda params: RandomGain(), sample=sample_gain if replay else None)
+    )

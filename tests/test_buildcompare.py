@@ -2,6 +2,7 @@
 
 One planted op's output moves by an amount inside its tolerance, then by one beyond it; the
 other op stays put.  Each run is compared with a baseline made before the change."""
+
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ from conformance.store.reader import read_outcomes
 HERE = Path(__file__).parent
 TARGETS = "--targets=cpu,vcuda:0"
 SERIAL = ("-n", "0")  # a few dozen cases: xdist workers would cost more to start than they save
-CASES = '''
+CASES = """
 import os
 from planted_ops import *
 
@@ -33,7 +34,7 @@ def drifting(image, params):
 
 test_drifting = make_spec("drifting", drifting, dtypes=("float32",)).test()
 test_steady = make_spec("steady", good_resize, dtypes=("float32",)).test()
-'''
+"""
 
 
 @pytest.fixture
@@ -50,8 +51,24 @@ def made_once(tmp_path_factory):
     (folder / "planted_ops.py").write_text((HERE / "planted_ops.py").read_text())
     (folder / "test_cases.py").write_text(CASES)
     env = {k: v for k, v in os.environ.items() if k != "PLANT"}
-    done = subprocess.run([sys.executable, "-m", "conformance", "baseline", "-o", "base", "test_cases.py", TARGETS,
-                           "--no-timing", *SERIAL], cwd=folder, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "baseline",
+            "-o",
+            "base",
+            "test_cases.py",
+            TARGETS,
+            "--no-timing",
+            *SERIAL,
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return folder / "base"
 
@@ -72,8 +89,19 @@ def baseline(project, name="base", *extra):
 
 
 def run_against(project, base, name):
-    return conformance(project, "run", "test_cases.py", TARGETS, "--baseline", str(base), "--run-name", name,
-                       "-p", "no:cacheprovider", *SERIAL)
+    return conformance(
+        project,
+        "run",
+        "test_cases.py",
+        TARGETS,
+        "--baseline",
+        str(base),
+        "--run-name",
+        name,
+        "-p",
+        "no:cacheprovider",
+        *SERIAL,
+    )
 
 
 def baseline_outcomes(project, run):
@@ -115,7 +143,8 @@ def test_a_change_beyond_tolerance_fails_on_that_op_only(project, base, monkeypa
     failed = {line.split(" ", 2)[1] for line in result.stdout.lines if line.startswith("FAILED ")}
     assert {f for f in failed if f.endswith("-baseline]")} == {
         "test_cases.py::test_drifting[cpu-float32-bilinear-baseline]",
-        "test_cases.py::test_drifting[vcuda:0-float32-bilinear-baseline]"}
+        "test_cases.py::test_drifting[vcuda:0-float32-bilinear-baseline]",
+    }
     assert not any("steady" in f for f in failed)
     page = (project.path / "reports" / "beyond" / "index.html").read_text()
     assert "Changed since the baseline" in page and "baseline output" in page  # the baseline's picture
@@ -126,8 +155,22 @@ def test_a_change_beyond_tolerance_fails_on_that_op_only(project, base, monkeypa
 
 
 def test_cases_on_one_side_only_are_listed(project, base):
-    assert conformance(project, "run", "test_cases.py", "--targets=cpu", "--baseline", str(base), "--run-name",
-                       "cpu_only", "-p", "no:cacheprovider", *SERIAL).ret == 0
+    assert (
+        conformance(
+            project,
+            "run",
+            "test_cases.py",
+            "--targets=cpu",
+            "--baseline",
+            str(base),
+            "--run-name",
+            "cpu_only",
+            "-p",
+            "no:cacheprovider",
+            *SERIAL,
+        ).ret
+        == 0
+    )
     result, found = compare_json(project, base, "cpu_only")
     assert result.ret == 0
     missing = {(c["target"], c["severity"]) for c in found["changes"]}
@@ -156,8 +199,7 @@ def test_a_truncated_array_file_is_a_one_line_error(project, base, monkeypatch):
     run_against(project, base, "inside")
     (shard,) = (base / "outputs").glob("*.npz")
     shard.write_bytes(shard.read_bytes()[:200])
-    _one_line_error(conformance(project, "compare", str(base), str(project.path / "reports" / "inside")),
-                    shard.name)
+    _one_line_error(conformance(project, "compare", str(base), str(project.path / "reports" / "inside")), shard.name)
 
 
 class _Planted:
@@ -174,8 +216,9 @@ def test_a_pickled_array_is_refused_not_loaded(project, base, monkeypatch):
         for name in names:
             with archive.open(f"{name}.npy", "w") as member:
                 np.lib.format.write_array(member, np.array([_Planted()], dtype=object), allow_pickle=True)
-    _one_line_error(conformance(project, "compare", str(base), str(project.path / "reports" / "inside")),
-                    "allow_pickle")
+    _one_line_error(
+        conformance(project, "compare", str(base), str(project.path / "reports" / "inside")), "allow_pickle"
+    )
     assert not (project.path / "unpickled").exists()
 
 
@@ -183,8 +226,19 @@ def test_a_baseline_of_another_op_set_is_a_one_line_error(project):
     steady = baseline(project, "steady_only", "-k", "steady")
     drifting = baseline(project, "drifting_only", "-k", "drifting")
     _one_line_error(conformance(project, "compare", str(steady), str(drifting)), "no op in common")
-    result = conformance(project, "run", "test_cases.py", TARGETS, "--baseline", str(steady), "-k", "drifting",
-                         "-p", "no:cacheprovider", *SERIAL)
+    result = conformance(
+        project,
+        "run",
+        "test_cases.py",
+        TARGETS,
+        "--baseline",
+        str(steady),
+        "-k",
+        "drifting",
+        "-p",
+        "no:cacheprovider",
+        *SERIAL,
+    )
     assert result.ret == 4 and "another op set" in result.stdout.str() + result.stderr.str()
 
 

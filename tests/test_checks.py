@@ -1,12 +1,20 @@
 """Each planted bug is caught by the check that owns it; the correct op passes every check."""
+
 import numpy as np
 import pytest
+from planted_ops import (
+    crashing_resize,
+    float_resize,
+    good_resize,
+    make_spec,
+    mutating_resize,
+    shifted_resize,
+    sprinkled_resize,
+)
 
+from conformance.devices.targets import CPU, virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.recipes import Case, Recipe
-from conformance.devices.targets import CPU, virtual_targets
-from planted_ops import (crashing_resize, float_resize, good_resize, make_spec, mutating_resize, shifted_resize,
-                         sprinkled_resize)
 
 
 def run(call, dtype="uint8", layout="contiguous", size=(11, 30)):
@@ -50,7 +58,10 @@ def test_float_output_for_uint8_input_fails_the_dtype_invariant():
 
 def test_input_mutation_fails_the_invariants_check():
     outcomes, _ = run(mutating_resize, "float32")
-    assert "input mutated: " in outcomes["invariants"].message and "first at [0, 0, 0, 0]" in outcomes["invariants"].message
+    assert (
+        "input mutated: " in outcomes["invariants"].message
+        and "first at [0, 0, 0, 0]" in outcomes["invariants"].message
+    )
     assert outcomes["reference"].passed
 
 
@@ -63,6 +74,7 @@ def test_a_crash_is_an_error_outcome_with_its_traceback():
 
 def test_uint8_outputs_are_compared_without_wraparound():
     """An output one level below the reference near 0 must read as 1, never 255."""
+
     def one_below(image, params):
         out = good_resize(image, params)
         return out - (out > 0).to(out.dtype)

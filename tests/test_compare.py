@@ -1,4 +1,5 @@
 """Metrics are taken in float64 and tolerance policies say exactly why they fail."""
+
 import math
 
 import numpy as np

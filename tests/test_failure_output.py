@@ -3,6 +3,7 @@
 A failure shows its message (check, metric, case, rerun line) without the harness's own source
 frames; a worker that dies records the case it was checking and a line that reruns it.
 """
+
 import json
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from conformance.store.reader import read_outcomes
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=10", "--targets=cpu"]
 
-ABORTING = '''
+ABORTING = """
 import os
 from planted_ops import *
 
@@ -23,7 +24,7 @@ def aborting_resize(image, params):
     return good_resize(image, params)
 
 test_aborting = make_spec("aborting", aborting_resize, dtypes=("uint8",)).test()
-'''
+"""
 
 
 @pytest.fixture
@@ -33,8 +34,10 @@ def project(pytester):
 
 
 def test_a_failure_shows_its_message_without_the_harness_source(project):
-    project.makepyfile(test_cases="from planted_ops import *\n"
-                                   "test_shifted = make_spec('shifted', shifted_resize, dtypes=('uint8',)).test()\n")
+    project.makepyfile(
+        test_cases="from planted_ops import *\n"
+        "test_shifted = make_spec('shifted', shifted_resize, dtypes=('uint8',)).test()\n"
+    )
     result = project.runpytest_inprocess(*QUICK, "-k", "reference")
     assert result.ret == 1
     out = result.stdout.str()

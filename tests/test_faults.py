@@ -1,4 +1,5 @@
 """Faults never take the run down: each is recorded and the rest of the run goes on."""
+
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import pytest
 from conformance.store.reader import read_outcomes
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
-FAULTY = '''
+FAULTY = """
 import os, time
 import torch
 from planted_ops import *
@@ -41,7 +42,7 @@ test_raising = make_spec("raising", raising, dtypes=("float32",)).test()
 test_wrong_type = make_spec("wrong_type", wrong_type, dtypes=("float32",)).test()
 test_nan_output = make_spec("nan_output", nan_output, dtypes=("float32",)).test()
 test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
-'''
+"""
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu", "--max-examples=10"]
 
 
@@ -74,7 +75,9 @@ def test_raising_wrong_type_and_nan_are_recorded_and_the_run_goes_on(project):
 
 
 def test_a_hang_is_cut_at_the_case_timeout_and_recorded(project):
-    project.makepyfile(test_faulty=FAULTY + "\ntest_hanging = make_spec('hanging', hanging, dtypes=('float32',)).test()\n")
+    project.makepyfile(
+        test_faulty=FAULTY + "\ntest_hanging = make_spec('hanging', hanging, dtypes=('float32',)).test()\n"
+    )
     start = time.monotonic()
     result = project.runpytest_inprocess(*QUICK, "--max-examples=2", "--case-timeout=0.5", "-k", "hanging or good")
     assert time.monotonic() - start < 25
@@ -84,7 +87,9 @@ def test_a_hang_is_cut_at_the_case_timeout_and_recorded(project):
 
 
 def test_out_of_memory_is_a_resource_outcome_and_later_cases_run(project):
-    project.makepyfile(test_faulty=FAULTY + "\ntest_oom = make_spec('oom', out_of_memory_when_wide, dtypes=('float32',)).test()\n")
+    project.makepyfile(
+        test_faulty=FAULTY + "\ntest_oom = make_spec('oom', out_of_memory_when_wide, dtypes=('float32',)).test()\n"
+    )
     result = project.runpytest_inprocess(*QUICK, "--max-examples=30", "-k", "oom")
     result.assert_outcomes(passed=4)
     oom = [r for r in records(project) if r["op"] == "oom"]
@@ -95,7 +100,9 @@ def test_out_of_memory_is_a_resource_outcome_and_later_cases_run(project):
 
 
 def test_a_worker_that_aborts_under_xdist_is_recorded_and_the_run_finishes(project):
-    project.makepyfile(test_faulty=FAULTY + "\ntest_aborting = make_spec('aborting', aborting, dtypes=('float32',)).test()\n")
+    project.makepyfile(
+        test_faulty=FAULTY + "\ntest_aborting = make_spec('aborting', aborting, dtypes=('float32',)).test()\n"
+    )
     result = project.runpytest_subprocess(*QUICK, "-n", "2", "-k", "aborting or good")
     result.assert_outcomes(failed=4, passed=4)  # each of aborting's check items kills its worker
     crash = [r for r in records(project) if r.get("crash")]
@@ -109,9 +116,20 @@ def test_a_worker_that_aborts_under_xdist_is_recorded_and_the_run_finishes(proje
 def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(project):
     project.makepyfile(test_slow=PLANTED_SLOW)
     reports = project.path / "reports"
-    process = subprocess.Popen([sys.executable, "-m", "pytest", *QUICK, "--max-examples=400", "--targets=cpu,vcuda:1",
-                                "test_slow.py"],  # each target's first item runs the slow op 400 times
-                               cwd=project.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *QUICK,
+            "--max-examples=400",
+            "--targets=cpu,vcuda:1",
+            "test_slow.py",
+        ],  # each target's first item runs the slow op 400 times
+        cwd=project.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 300
         while True:  # the event: an item has ended and the next one's start is on record (it is running)
@@ -131,14 +149,16 @@ def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(pr
     assert 'id="incomplete"' in (run / "index.html").read_text()
     kept = [json.loads(line) for p in (run / "outcomes").glob("*.jsonl") for line in p.read_text().splitlines()[:-1]]
     assert sum(r["kind"] == "item_end" for r in kept) >= 1  # every line but a possibly torn last one parses
-    assert subprocess.run([sys.executable, "-m", "conformance", "summary", str(run)], capture_output=True).returncode == 0
+    assert (
+        subprocess.run([sys.executable, "-m", "conformance", "summary", str(run)], capture_output=True).returncode == 0
+    )
     summary = json.loads((run / "summary.json").read_text())
     ended_passes = sum(r.get("tally", {}).get("counts", {}).get("pass", 0) for r in kept if r["kind"] == "item_end")
     assert summary["complete"] is False and summary["totals"].get("pass", 0) == ended_passes > 100  # the ended items
     assert summary["interrupted"]  # the item it was running
 
 
-PLANTED_SLOW = '''
+PLANTED_SLOW = """
 import time
 from planted_ops import *
 
@@ -147,7 +167,7 @@ def slow_good(image, params):
     return good_resize(image, params)
 
 test_slow = make_spec("slow", slow_good, dtypes=("float32",)).test()
-'''
+"""
 
 
 def test_the_ci_profile_gives_identical_cases_and_verdicts_twice(project):
@@ -156,15 +176,27 @@ def test_the_ci_profile_gives_identical_cases_and_verdicts_twice(project):
     for name in ("first", "second"):
         project.runpytest_inprocess(*QUICK, "--run-name", name, "-k", "good or raising")
         rows, _ = read_outcomes(project.path / "reports" / name)
-        seen.append([(r["nodeid"], r["check"], r["verdict"], json.dumps(r.get("case"), sort_keys=True), r.get("phase"))
-                     for r in rows if r.get("kind") == "outcome"])
+        seen.append(
+            [
+                (r["nodeid"], r["check"], r["verdict"], json.dumps(r.get("case"), sort_keys=True), r.get("phase"))
+                for r in rows
+                if r.get("kind") == "outcome"
+            ]
+        )
     assert seen[0] == seen[1] and len(seen[0]) > 10
 
 
 def test_virtual_findings_can_be_warnings_for_the_gate(project):
     project.makepyfile(test_faulty=FAULTY)
-    args = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=5", "--targets=cpu,vcuda:1",
-            "-k", "raising"]
+    args = [
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-profile=ci",
+        "--max-examples=5",
+        "--targets=cpu,vcuda:1",
+        "-k",
+        "raising",
+    ]
     failing = project.runpytest_inprocess(*args)
     failing.assert_outcomes(failed=2, skipped=8)  # the error items; the other checks have nothing to look at
     warned = project.runpytest_inprocess(*args, "--virtual-findings=warn", "-rx")

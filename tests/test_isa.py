@@ -1,4 +1,5 @@
 """CPU instruction-set paths as targets: a kernel that differs on a lower ISA is found, on its side."""
+
 from pathlib import Path
 
 import pytest
@@ -34,18 +35,21 @@ def test_lower_levels_are_targets_selected_by_isa():
 
 def test_a_bug_on_the_default_isa_path_fails_on_that_target_only(pytester):
     pytester.makepyfile(planted_ops=(HERE / "planted_ops.py").read_text(), test_cases=ISA_BUG)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=10",
-                                           "--targets=cpu,cpu:default")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=10", "--targets=cpu,cpu:default"
+    )
     failed = {line.split(" ", 2)[1] for line in result.stdout.lines if line.startswith("FAILED ")}
-    assert failed == {"test_cases.py::test_isa[cpu:default-float32-bilinear-reference]",
-                      "test_cases.py::test_isa[cpu:default-float32-bilinear-cross_device]"}
+    assert failed == {
+        "test_cases.py::test_isa[cpu:default-float32-bilinear-reference]",
+        "test_cases.py::test_isa[cpu:default-float32-bilinear-cross_device]",
+    }
     assert "this target is off the reference, the cpu is not" in result.stdout.str()
     # only what a worker process can show is checked there
     ids = [line for line in result.stdout.lines if "cpu:default" in line and "::" in line]
     assert not any("placement" in line or "invariants" in line for line in ids)
 
 
-ABORTING = '''
+ABORTING = """
 import os
 from planted_ops import *
 
@@ -54,7 +58,7 @@ def aborting(image, params):
 
 test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
 test_aborting = make_spec("aborting", aborting, dtypes=("float32",)).test()
-'''
+"""
 
 
 def _requests(folder: Path, ops: list[str]) -> list[tuple[tuple[str, int], dict]]:
@@ -66,11 +70,23 @@ def _requests(folder: Path, ops: list[str]) -> list[tuple[tuple[str, int], dict]
     source.write_text(ABORTING)
     found = []
     for n, op in enumerate(ops):
-        case = {"op": op, "params": {"size": [3, 5]}, "recipe": {"batch": [], "channels": 3, "content": "noise",
-                                                                 "dtype": "float32", "height": 4, "layout": "contiguous",
-                                                                 "seed": n, "width": 6}}
-        found.append(((op, n), {"source": str(source), "op": op, "case": json.dumps(case), "timeout": 60.0,
-                                "sampled": None}))
+        case = {
+            "op": op,
+            "params": {"size": [3, 5]},
+            "recipe": {
+                "batch": [],
+                "channels": 3,
+                "content": "noise",
+                "dtype": "float32",
+                "height": 4,
+                "layout": "contiguous",
+                "seed": n,
+                "width": 6,
+            },
+        }
+        found.append(
+            ((op, n), {"source": str(source), "op": op, "case": json.dumps(case), "timeout": 60.0, "sampled": None})
+        )
     return found
 
 
@@ -115,15 +131,18 @@ def test_a_shared_worker_serves_two_clients_and_its_crash_sends_them_to_their_ow
     from conformance.devices.isa_feed import IsaWorker
 
     path = str(tmp_path / "default.sock")
-    server = subprocess.Popen([sys.executable, "-m", "conformance.devices.isa_worker", "--listen", path],
-                              stdin=subprocess.PIPE, env=dict(os.environ, ATEN_CPU_CAPABILITY="default"))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "conformance.devices.isa_worker", "--listen", path],
+        stdin=subprocess.PIPE,
+        env=dict(os.environ, ATEN_CPU_CAPABILITY="default"),
+    )
     clients = [IsaWorker("default", path), IsaWorker("default", path)]
     try:
         good = _requests(tmp_path, ["good", "good"])
         for client in clients:
             answers = [client.call(key, request) for key, request in good]
             assert all(a.output is not None for a in answers)
-            assert client._channel is not None and client._channel.shared  # noqa: SLF001 - which worker answered
+            assert client._channel is not None and client._channel.shared
         crash = _requests(tmp_path, ["good", "aborting", "good"])
         for key, request in crash:
             clients[0].submit(key, request)
@@ -132,7 +151,7 @@ def test_a_shared_worker_serves_two_clients_and_its_crash_sends_them_to_their_ow
         assert "worker process died" in answers[1].error
         assert server.wait(timeout=60) != 0  # the case killed the shared worker ...
         later = clients[1].call(("good", 9), _requests(tmp_path, ["good"])[0][1])
-        assert later.output is not None and not clients[1]._channel.shared  # noqa: SLF001 - ... the rest went on
+        assert later.output is not None and not clients[1]._channel.shared
     finally:
         for client in clients:
             client.close()

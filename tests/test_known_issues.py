@@ -1,15 +1,16 @@
 """Known-issues files: parsed strictly, matched precisely."""
-import pytest
 
 from functools import partial
 
+import pytest
+
 from conformance.checks.registry import value_checks
+from conformance.spec.issue_files import load as load_file
 from conformance.spec.known_issues import KnownIssuesError
-from conformance.spec.known_issues import load as load_file
 
 load = partial(load_file, value_checks=value_checks())
 
-GOOD = '''
+GOOD = """
 [[issue]]
 id = "a"
 op = "resize*"
@@ -25,7 +26,7 @@ max_case_fraction = 0.25
 versions = { torch = ">=1.0" }
 link = "https://example.org/1"
 reason = "r"
-'''
+"""
 
 
 def write(tmp_path, text):
@@ -76,14 +77,19 @@ def test_a_failure_in_scope_but_outside_the_envelope_is_not_the_known_issue(tmp_
 def test_a_known_issue_reproducing_far_more_often_than_its_envelope_allows_is_a_regression(tmp_path):
     (issue,) = load(write(tmp_path, GOOD))
     assert issue.too_often(3, 10) is None  # 30% of 10 cases: chance explains it
-    assert issue.too_often(40, 100) is not None and "reproduced in 40 of 100 cases in its scope (40%)" in \
-        issue.too_often(40, 100) and issue.too_often(40, 100).startswith("outside the envelope of known issue a")
+    assert (
+        issue.too_often(40, 100) is not None
+        and "reproduced in 40 of 100 cases in its scope (40%)" in issue.too_often(40, 100)
+        and issue.too_often(40, 100).startswith("outside the envelope of known issue a")
+    )
     assert issue.too_often(25, 100) is None
 
 
 def test_every_entry_needs_an_envelope(tmp_path):
     bare = GOOD.replace("max_abs = 40\nmax_mismatch_fraction = 0.5\nmax_case_fraction = 0.25\n", "")
-    with pytest.raises(KnownIssuesError, match="needs an envelope: max_abs, max_mismatch_fraction or max_case_fraction"):
+    with pytest.raises(
+        KnownIssuesError, match="needs an envelope: max_abs, max_mismatch_fraction or max_case_fraction"
+    ):
         load(write(tmp_path, bare))
     errors_only = bare.replace('checks = ["cross_device"]', 'checks = ["error"]')
     assert load(write(tmp_path, errors_only))[0].match == "differ"  # about an error: the message is its envelope
@@ -98,19 +104,22 @@ def test_version_ranges_gate_entries(tmp_path):
     assert not issue.applies_to("resize", "cuda:0", "uint8", "bicubic")
 
 
-@pytest.mark.parametrize("edit, message", [
-    (("reason = \"r\"", ""), "'reason' is required"),
-    (("https://example.org/1", "ftp://x"), "link must be an http"),
-    (("match = \"differ\"", "match = \"(\""), "not a valid regular expression"),
-    (("dtypes = [\"uint8\"]", "dtypes = \"uint8\""), "'dtypes' must be a non-empty list"),
-    (("dtypes = [\"uint8\"]", "colour = 1"), "unknown field"),
-    (("versions = { torch = \">=1.0\" }", "versions = { torch = \"most recent\" }"), "invalid version specifier"),
-    (("id = \"a\"", "id = \"a\"\nstrict = \"yes\""), "'strict' must be true or false"),
-    (("max_abs = 40", "max_abs = -1"), "'max_abs' must be a number >= 0"),
-    (("max_case_fraction = 0.25", "max_case_fraction = 1.5"), "'max_case_fraction' must be a fraction from 0 to 1"),
-    (("[[issue]]", "[[issues]]"), "unknown top-level key"),
-    (("op = \"resize*\"", "op = \"resize*"), "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (('reason = "r"', ""), "'reason' is required"),
+        (("https://example.org/1", "ftp://x"), "link must be an http"),
+        (('match = "differ"', 'match = "("'), "not a valid regular expression"),
+        (('dtypes = ["uint8"]', 'dtypes = "uint8"'), "'dtypes' must be a non-empty list"),
+        (('dtypes = ["uint8"]', "colour = 1"), "unknown field"),
+        (('versions = { torch = ">=1.0" }', 'versions = { torch = "most recent" }'), "invalid version specifier"),
+        (('id = "a"', 'id = "a"\nstrict = "yes"'), "'strict' must be true or false"),
+        (("max_abs = 40", "max_abs = -1"), "'max_abs' must be a number >= 0"),
+        (("max_case_fraction = 0.25", "max_case_fraction = 1.5"), "'max_case_fraction' must be a fraction from 0 to 1"),
+        (("[[issue]]", "[[issues]]"), "unknown top-level key"),
+        (('op = "resize*"', 'op = "resize*'), "not valid TOML"),
+    ],
+)
 def test_malformed_files_are_clear_errors_naming_the_entry(tmp_path, edit, message):
     path = write(tmp_path, GOOD.replace(*edit))
     with pytest.raises(KnownIssuesError, match=message) as info:

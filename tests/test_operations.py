@@ -1,22 +1,22 @@
 """Operations with several implementations: shared cases, documented defaults, host libraries, the
 cross-library measurement and page, and the run order that keeps an operation's items together."""
+
 import json
 from pathlib import Path
 
 import pytest
 from hypothesis import strategies as st
 
-from conformance import Rule, Tolerance
-from conformance.spec.operations import OMIT, PILLOW, TV2, Implementation, Operation, keywords
+from conformance import OMIT, PILLOW, TV2, Implementation, Operation, Rule, Tolerance, keywords
 from conformance.store.reader import read_outcomes
 
-CASES = '''
+CASES = """
 import numpy as np
 import torch
 from hypothesis import strategies as st
 from conformance import Rule, Tolerance, image_recipes
 from conformance.spec.adapters import per_host_image
-from conformance.spec.operations import KORNIA, PILLOW, TV2, Implementation, Operation, keywords
+from conformance import KORNIA, PILLOW, TV2, Implementation, Operation, keywords
 
 EXACT = [Rule(Tolerance("exact", reason="a copy of input pixels"))]
 recipes = lambda dtype: image_recipes(dtype, max_side=12, contents=["noise"])
@@ -56,7 +56,7 @@ FILL = Operation(name="fill", reference=fill_reference, params=fill_params, opti
                  dtypes=("uint8",), modes=("default",), tolerances=EXACT, recipes=recipes,
                  implementations=[Implementation(library=TV2, call=fill_with_another_default, defaults={"value": 0})])
 globals().update(FILL.tests())
-'''
+"""
 # The dev profile draws random cases per test: implementations see the same cases only because they share them.
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=dev", "--max-examples=12", "--targets=cpu,vcuda:0"]
 
@@ -69,8 +69,9 @@ def run(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("operations")
     (folder / "test_ops.py").write_text(CASES)
-    done = subprocess.run([sys.executable, "-m", "pytest", "test_ops.py", *QUICK],
-                          cwd=folder, capture_output=True, text=True, env=_env())
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_ops.py", *QUICK], cwd=folder, capture_output=True, text=True, env=_env()
+    )
     return folder, done
 
 
@@ -86,11 +87,16 @@ def _records(folder):
 
 
 def test_implementations_check_the_same_cases_and_a_host_library_runs_on_the_cpu_only(run):
-    folder, done = run
+    folder, _ = run
     records = _records(folder)
-    cases = {op: {json.dumps(r["case"]["recipe"], sort_keys=True) for r in records
-                  if r.get("op") == op and r.get("kind") == "outcome" and r.get("phase") == "explore"}
-             for op in ("flip_tv2", "flip_pil", "flip_kornia")}
+    cases = {
+        op: {
+            json.dumps(r["case"]["recipe"], sort_keys=True)
+            for r in records
+            if r.get("op") == op and r.get("kind") == "outcome" and r.get("phase") == "explore"
+        }
+        for op in ("flip_tv2", "flip_pil", "flip_kornia")
+    }
     assert cases["flip_tv2"] and cases["flip_tv2"] == cases["flip_pil"] == cases["flip_kornia"]
     targets = {(r["op"], r["target"]) for r in records if r.get("kind") == "outcome"}
     assert ("flip_pil", "cpu") in targets and ("flip_pil", "vcuda:0") not in targets
@@ -100,13 +106,23 @@ def test_implementations_check_the_same_cases_and_a_host_library_runs_on_the_cpu
 def test_the_reference_check_carries_the_measurement_against_earlier_libraries(run):
     folder, _ = run
     records = _records(folder)
-    pil = next(r for r in records if r.get("op") == "flip_pil" and r.get("check") == "reference"
-               and r.get("kind") == "outcome")
+    pil = next(
+        r for r in records if r.get("op") == "flip_pil" and r.get("check") == "reference" and r.get("kind") == "outcome"
+    )
     assert pil["details"]["peers"]["flip_tv2"] == pil["details"]["peers"]["flip_tv2"] | {
-        "library": "torchvision v2", "target": "cpu", "max_abs": 0.0}
+        "library": "torchvision v2",
+        "target": "cpu",
+        "max_abs": 0.0,
+    }
     # a device implementation is compared with the host library's cpu output
-    strays = [r for r in records if r.get("op") == "flip_kornia" and r.get("check") == "reference"
-              and r.get("target") == "vcuda:0" and r.get("kind") == "outcome"]
+    strays = [
+        r
+        for r in records
+        if r.get("op") == "flip_kornia"
+        and r.get("check") == "reference"
+        and r.get("target") == "vcuda:0"
+        and r.get("kind") == "outcome"
+    ]
     assert strays and all(r["details"]["peers"]["flip_pil"]["target"] == "cpu" for r in strays)
     assert max(r["details"]["peers"]["flip_tv2"]["max_abs"] for r in strays) == 2.0
     summary = json.loads((folder / "reports" / "latest" / "summary.json").read_text())
@@ -121,7 +137,10 @@ def test_a_library_that_strays_fails_its_reference_check_and_keeps_its_worst_cas
     assert "flip_tv2" not in "".join(line for line in out.splitlines() if line.startswith("FAILED"))
     worst = [r for r in _records(folder) if r.get("kind") == "worst" and r["op"].startswith("flip")]
     assert {(r["op"], r["against"]) for r in worst if r["target"] == "cpu"} == {
-        ("flip_kornia", "reference"), ("flip_kornia", "flip_tv2"), ("flip_kornia", "flip_pil")}
+        ("flip_kornia", "reference"),
+        ("flip_kornia", "flip_tv2"),
+        ("flip_kornia", "flip_pil"),
+    }
     assert all((folder / "reports" / "latest" / r["artifact"]).is_file() and r["max_abs"] == 2.0 for r in worst)
     page = (folder / "reports" / "latest" / "crosslib.html").read_text()
     assert "flip_kornia" in page and "Against the reference: max |d| 2" in page
@@ -141,8 +160,13 @@ def test_an_operations_items_run_together_variant_by_variant(tmp_path):
     import sys
 
     (tmp_path / "test_ops.py").write_text(CASES)
-    done = subprocess.run([sys.executable, "-m", "pytest", "test_ops.py", "--collect-only", "-q", *QUICK,
-                           ], cwd=tmp_path, capture_output=True, text=True, env=_env())
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_ops.py", "--collect-only", "-q", *QUICK],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
     ids = [line for line in done.stdout.splitlines() if "::test_" in line]
     flips = [i.split("::")[1].split("[")[0] for i in ids if "test_flip" in i]
     assert flips[:3] == ["test_flip_tv2"] * 3  # cpu's checks first, then each library in the order listed
@@ -151,9 +175,15 @@ def test_an_operations_items_run_together_variant_by_variant(tmp_path):
 
 
 def _operation(**changes):
-    fields = dict(name="op", reference=lambda image, case: image, params=lambda recipe, mode: st.just({"k": 1}),
-                  dtypes=("uint8",), modes=("m",), tolerances=[Rule(Tolerance("exact", reason="copy"))],
-                  implementations=[Implementation(library=TV2, call=lambda image, p: image)])
+    fields = {
+        "name": "op",
+        "reference": lambda image, case: image,
+        "params": lambda recipe, mode: st.just({"k": 1}),
+        "dtypes": ("uint8",),
+        "modes": ("m",),
+        "tolerances": [Rule(Tolerance("exact", reason="copy"))],
+        "implementations": [Implementation(library=TV2, call=lambda image, p: image)],
+    }
     return Operation(**(fields | changes))
 
 
@@ -176,21 +206,28 @@ def test_left_out_keywords_are_not_passed_and_take_the_documented_default_in_the
     other = Implementation(library=PILLOW, call=lambda i, p: i)  # no default: called with the drawn value
     assert other.passed(params) == {"size": 8, "sigma": 3.0, "fill": 5}
     assert keywords({"sigma": 2.0, "mode": "b"}, sigma="sigmaX", mode=("interpolation", str.upper), fill=None) == {
-        "sigmaX": 2.0, "interpolation": "B"}
+        "sigmaX": 2.0,
+        "interpolation": "B",
+    }
 
 
 def test_a_crop_that_returns_a_view_keeps_no_layout_of_its_own(virtual_device):
+    from conformance.devices.targets import CPU, virtual_targets
     from conformance.engine.cases import CaseCache, check_case
     from conformance.spec.recipes import Case, Recipe
-    from conformance.devices.targets import CPU, virtual_targets
 
-    crop = _operation(name="crop", reference=lambda image, case: image[..., 1:3, 1:4],
-                      implementations=[Implementation(library=TV2, call=lambda image, p: image[..., 1:3, 1:4])])
+    crop = _operation(
+        name="crop",
+        reference=lambda image, case: image[..., 1:3, 1:4],
+        implementations=[Implementation(library=TV2, call=lambda image, p: image[..., 1:3, 1:4])],
+    )
     case = Case("crop_tv2", Recipe(5, 6, channels=3, dtype="uint8", layout="channels_last"), {"k": 1})
     for target in (CPU, virtual_targets(2)[1]):
         found = {o.check: o for o in check_case(crop.specs()[0], case, target, CaseCache(), "m").outcomes}
         assert found["invariants"].passed, found["invariants"].message
     copied = _operation(implementations=[Implementation(library=TV2, call=lambda image, p: image.contiguous().clone())])
-    found = {o.check: o for o in check_case(copied.specs()[0], Case("op_tv2", case.recipe, {"k": 1}), CPU,
-                                            CaseCache(), "m").outcomes}
+    found = {
+        o.check: o
+        for o in check_case(copied.specs()[0], Case("op_tv2", case.recipe, {"k": 1}), CPU, CaseCache(), "m").outcomes
+    }
     assert not found["invariants"].passed and "memory format" in found["invariants"].message

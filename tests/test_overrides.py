@@ -1,4 +1,5 @@
 """Tolerance overrides (--tolerances): a user's policy applies first; a bad file is a usage error."""
+
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,7 @@ from conformance.spec import overrides
 from conformance.store.reader import read_outcomes
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
-BRIGHTER_CORNER = '''
+BRIGHTER_CORNER = """
 from planted_ops import *
 
 def brighter_corner(image, params):
@@ -16,8 +17,8 @@ def brighter_corner(image, params):
     return out
 
 test_sprinkled = make_spec("sprinkled", brighter_corner, dtypes=("uint8",)).test()
-'''
-LOOSER = '''
+"""
+LOOSER = """
 [[tolerance]]
 name = "our-gpu-policy"
 op = "sprinkled"
@@ -25,7 +26,7 @@ check = "reference"
 dtype = "uint8"
 atol = 3
 reason = "our accelerator's fixed-point path: +2 on one pixel, plus one rounding step: measured max 3"
-'''
+"""
 
 
 def test_a_valid_file_gives_rules_tried_in_order(tmp_path):
@@ -38,16 +39,22 @@ def test_a_valid_file_gives_rules_tried_in_order(tmp_path):
     assert overrides.pick([], "sprinkled", "reference", "uint8", "bilinear", "cpu") is None
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[[tolerance]]\nname = 'x'\nop = 'a'\n", "[[tolerance]] #1: field 'reason' is required"),
-    ("[[tolerance]]\nname = 'x'\nop = 'a'\nreason = 'r'\natol = 'two'\n", "field 'atol' must be a number, got 'two'"),
-    ("[[tolerance]]\nname = 'x'\nop = 'a'\nreason = 'r'\natol = -1\n", "negative or out-of-range bound"),
-    ("[[tolerance]]\nname = 'x'\nop = 'a'\nreason = 'r'\ntargets = ['cuda:0']\n", "unknown field(s) ['targets']"),
-    ("[[tolerance]]\nname = 'x'\nop = 'a'\nreason = 'r'\nmax_mismatch_fraction = 2\n", "out-of-range"),
-    ("[tolerance]\nname = 'x'\n", "must be an array of tables"),
-    ("[[tolerances]]\n", "unknown top-level key(s) ['tolerances']"),
-    ("[[tolerance]\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[[tolerance]]\nname = 'x'\nop = 'a'\n", "[[tolerance]] #1: field 'reason' is required"),
+        (
+            "[[tolerance]]\nname = 'x'\nop = 'a'\nreason = 'r'\natol = 'two'\n",
+            "field 'atol' must be a number, got 'two'",
+        ),
+        ("[[tolerance]]\nname = 'x'\nop = 'a'\nreason = 'r'\natol = -1\n", "negative or out-of-range bound"),
+        ("[[tolerance]]\nname = 'x'\nop = 'a'\nreason = 'r'\ntargets = ['cuda:0']\n", "unknown field(s) ['targets']"),
+        ("[[tolerance]]\nname = 'x'\nop = 'a'\nreason = 'r'\nmax_mismatch_fraction = 2\n", "out-of-range"),
+        ("[tolerance]\nname = 'x'\n", "must be an array of tables"),
+        ("[[tolerances]]\n", "unknown top-level key(s) ['tolerances']"),
+        ("[[tolerance]\n", "not valid TOML"),
+    ],
+)
 def test_a_malformed_file_is_a_one_line_error_naming_the_entry(tmp_path, text, message):
     path = tmp_path / "tolerances.toml"
     path.write_text(text)

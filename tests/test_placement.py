@@ -1,12 +1,21 @@
 """Placement bugs are caught on vcuda:1 with a message naming the cause; correct versions pass."""
-import pytest
 
-from conformance.engine.cases import CaseCache, check_case
-from conformance.spec.recipes import Case, Recipe
-from conformance.spec.opspec import ModuleOp
+import pytest
+from planted_placement import (
+    BufferGain,
+    PlainAttributeGain,
+    StaleDeviceGain,
+    gain_via_host,
+    gain_with_device,
+    gain_without_device,
+    make_gain_spec,
+    random_gain_spec,
+)
+
 from conformance.devices.targets import CPU, virtual_targets
-from planted_placement import (BufferGain, PlainAttributeGain, StaleDeviceGain, gain_via_host, gain_with_device,
-                               gain_without_device, make_gain_spec, random_gain_spec)
+from conformance.engine.cases import CaseCache, check_case
+from conformance.spec.opspec import ModuleOp
+from conformance.spec.recipes import Case, Recipe
 
 VCUDA1 = virtual_targets(2)[1]
 CASE = Case("planted", Recipe(height=6, width=7, channels=3, batch=(2,), dtype="float32", seed=3), {})
@@ -21,8 +30,11 @@ def module_spec(cls):
     return make_gain_spec("planted", module=ModuleOp(build=lambda params: cls()))
 
 
-@pytest.mark.parametrize("spec", [make_gain_spec("planted", call=gain_with_device), module_spec(BufferGain),
-                                  random_gain_spec(replay=True)], ids=["function", "buffer", "random-replayed"])
+@pytest.mark.parametrize(
+    "spec",
+    [make_gain_spec("planted", call=gain_with_device), module_spec(BufferGain), random_gain_spec(replay=True)],
+    ids=["function", "buffer", "random-replayed"],
+)
 @pytest.mark.parametrize("target", [CPU, VCUDA1], ids=["cpu", "vcuda:1"])
 def test_correct_versions_pass_every_check(spec, target):
     found = outcomes(spec, target)
@@ -40,7 +52,11 @@ def test_a_helper_that_builds_a_tensor_without_device_is_a_placement_failure_nam
     assert set(found) == {"placement"}  # not an "error": the op mixed devices
     message = found["placement"].message
     assert "Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu!" in message
-    assert "(in aten.mul.Tensor at " in message and "planted_placement.py" in message and "in gain_without_device" in message
+    assert (
+        "(in aten.mul.Tensor at " in message
+        and "planted_placement.py" in message
+        and "in gain_without_device" in message
+    )
     assert "was created at " in message and "in _gains without device=" in message
     assert all(o.passed for o in outcomes(make_gain_spec("planted", call=gain_without_device), CPU).values())
 
@@ -65,8 +81,10 @@ def test_an_image_round_trip_through_the_host_is_a_placement_failure_even_with_r
     placement = found["placement"]
     assert found["reference"].passed and found["cross_device"].passed
     assert not placement.passed
-    assert "implicit device -> host copy of data derived from the input image [2, 3, 6, 7] float32 (1008 bytes)" \
+    assert (
+        "implicit device -> host copy of data derived from the input image [2, 3, 6, 7] float32 (1008 bytes)"
         in placement.message
+    )
     assert "implicit host -> device copy of data derived from the input image [2, 3, 6, 7] float32" in placement.message
     assert "in gain_via_host" in placement.message
     directions = [t["direction"] for t in placement.details["transfers"]]
@@ -84,6 +102,7 @@ def test_a_constant_copied_per_call_is_a_warning_not_a_placement_failure():
 
 def _host_gains_to_device(image):
     from planted_placement import _gains
+
     return _gains(3).to(image.device)
 
 
@@ -124,4 +143,17 @@ def test_random_augmentations_replay_one_draw_on_every_target_and_sample_on_each
     assert sampling.passed and sampling.details["parameter_devices"] == {"gain": "cpu"}  # RandomGain samples on the cpu
     # without replay every call draws, seeded with the case: a --replay rerun draws the same again
     again = [check_case(random_gain_spec(replay=False), CASE, VCUDA1, CaseCache(), "gain") for _ in range(2)]
-    assert [r.arrays["output"].tolist() for r in again][0] == [r.arrays["output"].tolist() for r in again][1]
+    assert next(r.arrays["output"].tolist() for r in again) == [r.arrays["output"].tolist() for r in again][1]
+
+
+def test_every_layer_of_the_harness_is_its_own_frame_never_the_code_under_test():
+    """Errors and device mixes point at the library or the user's op: a frame anywhere in the conformance
+    package (every subpackage) is the harness's."""
+    import conformance.checks.values
+    import conformance.devices.calls
+    import conformance.engine.session
+    from conformance.devices.frames import is_library, is_plumbing
+
+    for module in (conformance.engine.session, conformance.checks.values, conformance.devices.calls):
+        assert is_plumbing(module.__file__) and not is_library(module.__file__), module.__name__
+    assert is_library(__file__)  # a test module: code under test, as a user's op would be

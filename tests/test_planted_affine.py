@@ -1,16 +1,17 @@
 """Rotate and affine: each planted wrong implementation is caught by the reference check, and the real
 implementation passes the same case on the cpu and on a virtual accelerator."""
+
 import dataclasses
 
 import pytest
 import torchvision.transforms.v2.functional as F
+from case_modules import case_module
 from torchvision.transforms import InterpolationMode
 
-from case_modules import case_module
-from conformance.engine.cases import CaseCache, check_case
-from conformance.spec.operations import OMIT
-from conformance.spec.recipes import Case, Recipe
 from conformance.devices.targets import CPU, virtual_targets
+from conformance.engine.cases import CaseCache, check_case
+from conformance.spec.implementations import OMIT
+from conformance.spec.recipes import Case, Recipe
 
 VCUDA1 = virtual_targets(2)[1]
 
@@ -36,11 +37,22 @@ def planted(spec, call):
 RECIPE = Recipe(9, 12, channels=3, batch=(2,), dtype="float32", content="noise", seed=11)
 ROTATE_NEAREST = Case("planted", RECIPE, {"angle": 33.3, "interpolation": "nearest", "expand": False, "fill": 0.25})
 # Bilinear cases leave the fill out: torchvision blends an explicit fill twice at the border (vision#8083).
-ROTATE_BILINEAR = dataclasses.replace(ROTATE_NEAREST, params={**ROTATE_NEAREST.params, "interpolation": "bilinear",
-                                                              OMIT: ["fill"]})
-AFFINE_BILINEAR = Case("planted", dataclasses.replace(RECIPE, dtype="uint8", seed=12),
-                       {"angle": -21.7, "translate": [2, -1], "scale": 0.83, "shear": [12.5, 0.0],
-                        "interpolation": "bilinear", "fill": 0, OMIT: ["fill"]})
+ROTATE_BILINEAR = dataclasses.replace(
+    ROTATE_NEAREST, params={**ROTATE_NEAREST.params, "interpolation": "bilinear", OMIT: ["fill"]}
+)
+AFFINE_BILINEAR = Case(
+    "planted",
+    dataclasses.replace(RECIPE, dtype="uint8", seed=12),
+    {
+        "angle": -21.7,
+        "translate": [2, -1],
+        "scale": 0.83,
+        "shear": [12.5, 0.0],
+        "interpolation": "bilinear",
+        "fill": 0,
+        OMIT: ["fill"],
+    },
+)
 AFFINE_NEAREST = Case("planted", RECIPE, {**AFFINE_BILINEAR.params, "interpolation": "nearest", "fill": 0.75, OMIT: []})
 
 
@@ -60,8 +72,13 @@ def _clockwise(image, p):
 def _centre_in_pixel_indices(image, p):
     """The (W-1)/2 centre given where torchvision expects its half-pixel convention (W/2): half a pixel off."""
     height, width = image.shape[-2:]
-    return F.rotate(image, p["angle"], interpolation=InterpolationMode(p["interpolation"]), **_fill(p),
-                    center=[(width - 1) / 2, (height - 1) / 2])
+    return F.rotate(
+        image,
+        p["angle"],
+        interpolation=InterpolationMode(p["interpolation"]),
+        **_fill(p),
+        center=[(width - 1) / 2, (height - 1) / 2],
+    )
 
 
 def _bilinear_always(image, p):
@@ -69,8 +86,15 @@ def _bilinear_always(image, p):
 
 
 def _half_pixel_shift(image, p):
-    return F.affine(image, p["angle"], [p["translate"][0] + 0.5, p["translate"][1]], p["scale"], p["shear"],
-                    interpolation=InterpolationMode(p["interpolation"]), **_fill(p))
+    return F.affine(
+        image,
+        p["angle"],
+        [p["translate"][0] + 0.5, p["translate"][1]],
+        p["scale"],
+        p["shear"],
+        interpolation=InterpolationMode(p["interpolation"]),
+        **_fill(p),
+    )
 
 
 PLANTS = [
@@ -98,8 +122,12 @@ def test_a_planted_wrong_warp_is_caught_where_the_real_one_passes(name, case, wr
 
 def test_each_library_passes_the_clean_cases():
     """The same cases through every library (the mapping of centre, angle direction and shear is right)."""
-    for operation, case in ((affine_cases.ROTATE, ROTATE_NEAREST), (affine_cases.ROTATE, ROTATE_BILINEAR),
-                            (affine_cases.AFFINE, AFFINE_NEAREST), (affine_cases.AFFINE, AFFINE_BILINEAR)):
+    for operation, case in (
+        (affine_cases.ROTATE, ROTATE_NEAREST),
+        (affine_cases.ROTATE, ROTATE_BILINEAR),
+        (affine_cases.AFFINE, AFFINE_NEAREST),
+        (affine_cases.AFFINE, AFFINE_BILINEAR),
+    ):
         for spec in operation.specs():
             if case.params["interpolation"] not in spec.modes or case.recipe.dtype not in spec.dtypes:
                 continue
@@ -107,7 +135,12 @@ def test_each_library_passes_the_clean_cases():
             assert found.passed or spec.name in KNOWN_OFF, (spec.name, found.message)
 
 
-KNOWN_OFF = {"rotate_pil_bilinear", "rotate_cv2", "affine_pil_bilinear", "affine_cv2"}  # Pillow's border, OpenCV's 1/32-pixel positions: known issues
+KNOWN_OFF = {
+    "rotate_pil_bilinear",
+    "rotate_cv2",
+    "affine_pil_bilinear",
+    "affine_cv2",
+}  # Pillow's border, OpenCV's 1/32-pixel positions: known issues
 
 
 def test_a_random_warps_tie_gap_is_measured_on_its_sampled_values():
@@ -116,8 +149,13 @@ def test_a_random_warps_tie_gap_is_measured_on_its_sampled_values():
     import torch
 
     spec = case_module("test_affine_random").RANDOM_ROTATION
-    case = Case("random_rotation_kornia", Recipe(2, 3, channels=3, batch=(1,), dtype="float32", seed=1),
-                {"degrees": [87.3, 92.0], "resample": "nearest"})
-    gap = {angle: spec.case_features(case, {"degrees": torch.tensor([angle])})["tie_gap"] for angle in (90.0, 89.99, 80)}
+    case = Case(
+        "random_rotation_kornia",
+        Recipe(2, 3, channels=3, batch=(1,), dtype="float32", seed=1),
+        {"degrees": [87.3, 92.0], "resample": "nearest"},
+    )
+    gap = {
+        angle: spec.case_features(case, {"degrees": torch.tensor([angle])})["tie_gap"] for angle in (90.0, 89.99, 80)
+    }
     assert gap == {90.0: "<1e-9", 89.99: "<1e-4", 80: ">=1e-3"}
     assert "tie_gap" not in spec.case_features(case)  # without sampled values, no claim about them

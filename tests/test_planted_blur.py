@@ -4,18 +4,19 @@ implementations pass the same cases, on the cpu and on a virtual accelerator.
 Each planted bug is one a blur implementation could plausibly ship: the default sigma from another
 formula, zero padding instead of reflection, a kernel not normalised to sum 1, the kernel size read
 as (ky, kx), and a random augmentation that blurs every image with the first image's sigma."""
+
 import dataclasses
 import math
 
 import pytest
 import torch
 import torchvision.transforms.v2.functional as F
-
 from case_modules import case_module
-from conformance.engine.cases import CaseCache, check_case
-from conformance.spec.operations import OMIT
-from conformance.spec.recipes import Case, Recipe
+
 from conformance.devices.targets import CPU, virtual_targets
+from conformance.engine.cases import CaseCache, check_case
+from conformance.spec.implementations import OMIT
+from conformance.spec.recipes import Case, Recipe
 
 VCUDA1 = virtual_targets(2)[1]
 TARGETS = [CPU, VCUDA1]
@@ -25,8 +26,11 @@ blur = case_module("test_blur")
 TV2 = next(s for s in blur.GAUSSIAN_BLUR.specs() if s.name == "gaussian_blur_tv2")
 
 # 2 images of 3 channels, 9 x 11 (H x W), a 5 x 3 (kx x ky) kernel: x and y differ, so a swap shows
-EXPLICIT = Case("planted", Recipe(9, 11, channels=3, batch=(2,), dtype="float32", content="noise", seed=11),
-                {"kernel_size": [5, 3], "sigma": [1.3, 0.7]})
+EXPLICIT = Case(
+    "planted",
+    Recipe(9, 11, channels=3, batch=(2,), dtype="float32", content="noise", seed=11),
+    {"kernel_size": [5, 3], "sigma": [1.3, 0.7]},
+)
 # the same with sigma left out: torchvision's documented default 0.3 * ((k - 1) * 0.5 - 1) + 0.8 applies
 DEFAULT = dataclasses.replace(EXPLICIT, params={"kernel_size": [5, 3], "sigma": 1.0, OMIT: ["sigma"]})
 
@@ -46,7 +50,7 @@ def _sigma(p):
 
 def _kernel1d(size: int, sigma: float, image: torch.Tensor, normalise: bool = True) -> torch.Tensor:
     offsets = torch.arange(size, dtype=image.dtype, device=image.device) - (size - 1) / 2
-    weights = torch.exp(-offsets ** 2 / (2 * sigma ** 2))
+    weights = torch.exp(-(offsets**2) / (2 * sigma**2))
     return weights / weights.sum() if normalise else weights
 
 
@@ -110,8 +114,11 @@ def test_the_hand_made_blur_itself_passes():
     assert found["reference"].passed, found["reference"].message
 
 
-RANDOM_CASE = Case("planted", Recipe(8, 10, channels=3, batch=(3,), dtype="float32", content="checkerboard", seed=12),
-                   {"kernel_size": [5, 3], "sigma_range": [0.5, 2.5]})
+RANDOM_CASE = Case(
+    "planted",
+    Recipe(8, 10, channels=3, batch=(3,), dtype="float32", content="checkerboard", seed=12),
+    {"kernel_size": [5, 3], "sigma_range": [0.5, 2.5]},
+)
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
@@ -127,8 +134,13 @@ def test_a_random_blur_with_one_sigma_for_the_batch_is_caught(target, virtual_de
     failed = {k: o.message for k, o in real.items() if not o.passed and not o.warning}
     assert not failed, failed
     module = blur.RANDOM_GAUSSIAN_BLUR.module
-    plant = dataclasses.replace(blur.RANDOM_GAUSSIAN_BLUR, name="planted", module=dataclasses.replace(
-        module, build=lambda p: FirstSigmaForAll(blur.kornia_kernel_size(p["kernel_size"]), tuple(p["sigma_range"]),
-                                                 p=1.0)))
+    plant = dataclasses.replace(
+        blur.RANDOM_GAUSSIAN_BLUR,
+        name="planted",
+        module=dataclasses.replace(
+            module,
+            build=lambda p: FirstSigmaForAll(blur.kornia_kernel_size(p["kernel_size"]), tuple(p["sigma_range"]), p=1.0),
+        ),
+    )
     reference = outcomes(plant, RANDOM_CASE, target)["reference"]
     assert not reference.passed and reference.metrics.max_abs > 1e-3 and math.isfinite(reference.metrics.max_abs)

@@ -6,17 +6,18 @@ direction, the wrong border rule, a fill given in the library's own colour conve
 image sent through the host.  Each is caught by the check that owns it, and the real implementation passes
 every check on the same case, on the cpu and (for device libraries) on a virtual accelerator.
 """
+
 import dataclasses
 
 import pytest
 import torch
 import torchvision.transforms.v2.functional as F
-
 from case_modules import case_module
-from conformance.spec.adapters import per_host_image, pillow_image_op
-from conformance.engine.cases import CaseCache, check_case
-from conformance.spec.recipes import Case, Recipe
+
 from conformance.devices.targets import CPU, virtual_targets
+from conformance.engine.cases import CaseCache, check_case
+from conformance.spec.adapters import per_host_image, pillow_image_op
+from conformance.spec.recipes import Case, Recipe
 
 VCUDA1 = virtual_targets(2)[1]
 
@@ -36,8 +37,9 @@ def assert_all_pass(spec, case, mode, targets):
     """Every check passes; a constant uploaded on every call (v1's rotation matrix) is only a warning."""
     for target in targets:
         found = outcomes(spec, case, mode, target)
-        failing = {k: o.message for k, o in found.items()
-                   if not o.passed and not (k == "constant_upload" and o.warning)}
+        failing = {
+            k: o.message for k, o in found.items() if not o.passed and not (k == "constant_upload" and o.warning)
+        }
         assert found and not failing, (target.name, failing)
 
 
@@ -162,8 +164,11 @@ def test_random_flips_replay_their_parameters_and_the_wrong_flip_is_caught(virtu
     hflip = random_geometry.RANDOM_HFLIP
     assert_all_pass(hflip, case, "default", DEVICE_TARGETS)
     assert_all_pass(random_geometry.RANDOM_VFLIP, case, "default", DEVICE_TARGETS)
-    wrong = dataclasses.replace(hflip, name="planted", module=dataclasses.replace(
-        hflip.module, build=lambda params: kornia.augmentation.RandomVerticalFlip(p=1.0)))
+    wrong = dataclasses.replace(
+        hflip,
+        name="planted",
+        module=dataclasses.replace(hflip.module, build=lambda params: kornia.augmentation.RandomVerticalFlip(p=1.0)),
+    )
     assert not outcomes(wrong, case, "default")["reference"].passed
 
 
@@ -177,12 +182,27 @@ def test_a_random_crop_off_by_one_row_is_caught(virtual_device):
             return super().apply_transform(input, params | {"src": src}, flags, transform)
 
     spec = random_geometry.RANDOM_CROP
-    case = Case("planted", image(9, 8, dtype="float32"),
-                {"size": [4, 5], "padding": [1, 0, 2, 1], "pad_if_needed": False, "padding_mode": "reflect",
-                 "image_size": [9, 8]})
+    case = Case(
+        "planted",
+        image(9, 8, dtype="float32"),
+        {
+            "size": [4, 5],
+            "padding": [1, 0, 2, 1],
+            "pad_if_needed": False,
+            "padding_mode": "reflect",
+            "image_size": [9, 8],
+        },
+    )
     assert_all_pass(spec, case, "default", DEVICE_TARGETS)
-    planted = dataclasses.replace(spec, name="planted", module=dataclasses.replace(
-        spec.module, build=lambda params: OffByOneRow(tuple(params["size"]), padding=tuple(params["padding"]),
-                                                      padding_mode=params["padding_mode"], p=1.0)))
+    planted = dataclasses.replace(
+        spec,
+        name="planted",
+        module=dataclasses.replace(
+            spec.module,
+            build=lambda params: OffByOneRow(
+                tuple(params["size"]), padding=tuple(params["padding"]), padding_mode=params["padding_mode"], p=1.0
+            ),
+        ),
+    )
     reference = outcomes(planted, case, "default")["reference"]
     assert not reference.passed and reference.metrics.max_abs > 0

@@ -1,22 +1,26 @@
 """Tone curves and dtype conversion catch planted wrong implementations; the real ones pass the same case
 on the cpu and a virtual accelerator."""
+
 import dataclasses
 
 import pytest
 import torch
 import torchvision.transforms.v2.functional as F
-
 from case_modules import case_module
+
+from conformance.devices.targets import CPU, virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.recipes import Case, Recipe
-from conformance.devices.targets import CPU, virtual_targets
 
 VCUDA1 = virtual_targets(2)[1]
 
 
 tone, dtype = case_module("test_tone"), case_module("test_dtype")
-SPECS = {spec.name: spec for op in (tone.POSTERIZE, tone.SOLARIZE, tone.EQUALIZE, tone.AUTOCONTRAST, dtype.TO_DTYPE)
-         for spec in op.specs()}
+SPECS = {
+    spec.name: spec
+    for op in (tone.POSTERIZE, tone.SOLARIZE, tone.EQUALIZE, tone.AUTOCONTRAST, dtype.TO_DTYPE)
+    for spec in op.specs()
+}
 
 
 def outcomes(spec, case, mode, target=CPU):
@@ -57,17 +61,31 @@ def to_dtype_by_256(image, p):
 
 
 PLANTED = {
-    "solarize_tv2": (solarize_above, Case("planted", Recipe(6, 5, channels=3, dtype="uint8", content="extremes",
-                                                            seed=1), {"threshold": 255}), "default"),
-    "posterize_tv2": (posterize_one_bit_more, Case("planted", Recipe(7, 6, channels=3, dtype="uint8", seed=2),
-                                                   {"bits": 3}), "default"),
-    "equalize_tv2": (equalize_inclusive_cdf, Case("planted", Recipe(24, 20, channels=1, dtype="uint8", seed=3),
-                                                  {}), "default"),
-    "autocontrast_tv2": (autocontrast_whole_image, Case("planted", Recipe(9, 8, channels=3, dtype="uint8",
-                                                                          content="checkerboard", seed=4),
-                                                        {"cutoff": 0}), "default"),
-    "to_dtype_v2": (to_dtype_by_256, Case("planted", Recipe(5, 7, channels=3, dtype="uint8", seed=5),
-                                          {"dtype": "float32", "scale": True}), "to-float32"),
+    "solarize_tv2": (
+        solarize_above,
+        Case("planted", Recipe(6, 5, channels=3, dtype="uint8", content="extremes", seed=1), {"threshold": 255}),
+        "default",
+    ),
+    "posterize_tv2": (
+        posterize_one_bit_more,
+        Case("planted", Recipe(7, 6, channels=3, dtype="uint8", seed=2), {"bits": 3}),
+        "default",
+    ),
+    "equalize_tv2": (
+        equalize_inclusive_cdf,
+        Case("planted", Recipe(24, 20, channels=1, dtype="uint8", seed=3), {}),
+        "default",
+    ),
+    "autocontrast_tv2": (
+        autocontrast_whole_image,
+        Case("planted", Recipe(9, 8, channels=3, dtype="uint8", content="checkerboard", seed=4), {"cutoff": 0}),
+        "default",
+    ),
+    "to_dtype_v2": (
+        to_dtype_by_256,
+        Case("planted", Recipe(5, 7, channels=3, dtype="uint8", seed=5), {"dtype": "float32", "scale": True}),
+        "to-float32",
+    ),
 }
 
 

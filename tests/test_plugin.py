@@ -1,4 +1,5 @@
 """The plugin end to end, as a user runs it: pytest in a fresh folder with a small case module."""
+
 import json
 import shlex
 from pathlib import Path
@@ -58,8 +59,11 @@ def test_a_replay_case_can_come_from_a_file_and_bad_ones_are_usage_errors(projec
     (project.path / "case.json").write_text(json.dumps(case))
     result = run(project, "--replay", "case.json")
     result.assert_outcomes(passed=4, skipped=4)  # the float32 items skip: the case is uint8
-    for bad, message in [("{oops", "not valid JSON"), ("missing.json", "neither a JSON case nor"),
-                         ('{"op": "good", "recipe": {"height": -1, "width": 1}}', "positive integers")]:
+    for bad, message in [
+        ("{oops", "not valid JSON"),
+        ("missing.json", "neither a JSON case nor"),
+        ('{"op": "good", "recipe": {"height": -1, "width": 1}}', "positive integers"),
+    ]:
         result = run(project, "--replay", bad)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert message in result.stderr.str() and "Traceback" not in result.stderr.str()
@@ -85,7 +89,7 @@ def test_every_outcome_is_stored_and_summarised(project):
 
 def test_known_issues_turn_failures_into_xfails_and_flag_stale_entries(project):
     write_cases(project, shifted="shifted_resize", good="good_resize")
-    (project.path / "known_issues.toml").write_text('''
+    (project.path / "known_issues.toml").write_text("""
 [[issue]]
 id = "shift"
 op = "shifted"
@@ -110,7 +114,7 @@ op = "not-collected"
 max_case_fraction = 1
 link = "https://example.org/x"
 reason = "matches nothing"
-''')
+""")
     result = run(project)
     # shifted's reference items xfail; good's float32 invariants item passes and its reference item, the
     # last of the cell the entry lists, says the entry is stale (one failure, not one per listed check)
@@ -135,7 +139,8 @@ def test_a_strict_entry_unseen_in_too_few_cases_is_a_note_not_an_unexpected_pass
     write_cases(project, good="good_resize")
     (project.path / "known_issues.toml").write_text(
         '[[issue]]\nid = "unseen"\nop = "good"\ndtypes = ["float32"]\nchecks = ["reference"]\nmax_abs = 1\n'
-        'link = "https://example.org/unseen"\nreason = "no longer seen"\n')
+        'link = "https://example.org/unseen"\nreason = "no longer seen"\n'
+    )
     few = run(project, "--max-examples=5")
     few.assert_outcomes(passed=8)
     assert "notes: 1 strict known issue did not reproduce in 1 cells" in few.stdout.str()
@@ -154,7 +159,8 @@ def test_a_strict_entry_is_not_called_fixed_for_failures_an_earlier_entry_explai
         '[[issue]]\nid = "broad"\nop = "shifted"\nchecks = ["reference"]\nmax_abs = 255\n'
         'link = "https://example.org/broad"\nreason = "planted shift"\n\n'
         '[[issue]]\nid = "narrow"\nop = "shifted"\nchecks = ["reference"]\nmax_abs = 255\n'
-        'link = "https://example.org/narrow"\nreason = "the same shift, listed second"\n')
+        'link = "https://example.org/narrow"\nreason = "the same shift, listed second"\n'
+    )
     result = run(project, "--max-examples=40")
     result.assert_outcomes(xfailed=2, passed=6)
     assert "unexpected pass" not in result.stdout.str()
@@ -164,13 +170,16 @@ def test_a_strict_entry_is_not_called_fixed_for_failures_an_earlier_entry_explai
         assert explained >= 20 and narrow == [cases - explained, 0], (dtype, issues)  # the cases the shift left equal
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--targets=cuda:5"], "unknown target 'cuda:5' (available: cpu"),
-    (["--targets=gpu"], "no real accelerator is visible"),
-    (["--virtual-devices=two"], "--virtual-devices: expected a whole number from 0 to 16"),
-    (["--max-examples=0"], "--max-examples must be at least 1"),
-    (["--known-issues=nope.toml"], "no such file 'nope.toml'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--targets=cuda:5"], "unknown target 'cuda:5' (available: cpu"),
+        (["--targets=gpu"], "no real accelerator is visible"),
+        (["--virtual-devices=two"], "--virtual-devices: expected a whole number from 0 to 16"),
+        (["--max-examples=0"], "--max-examples must be at least 1"),
+        (["--known-issues=nope.toml"], "no such file 'nope.toml'"),
+    ],
+)
 def test_bad_options_are_one_line_usage_errors(project, args, message):
     write_cases(project, good="good_resize")
     result = project.runpytest_inprocess("-p", "no:cacheprovider", *args)
@@ -210,7 +219,8 @@ PLACEMENT = Path(__file__).with_name("planted_placement.py").read_text()
 
 def test_virtual_targets_run_by_default_and_catch_placement_bugs_end_to_end(project):
     project.makepyfile(planted_placement=PLACEMENT)
-    project.makepyfile(test_gains="""
+    project.makepyfile(
+        test_gains="""
 import torchvision.io
 from planted_placement import *
 from conformance.spec.opspec import ModuleOp
@@ -224,9 +234,11 @@ def nvjpeg_only(image, params):
     return gain_with_device(image, params)
 
 test_nvjpeg = make_gain_spec("nvjpeg", call=nvjpeg_only).test()
-""")
-    result = project.runpytest_inprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=5",
-                                          "test_gains.py", "-rs")
+"""
+    )
+    result = project.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=5", "test_gains.py", "-rs"
+    )
     out = result.stdout.str()
     header = next(line for line in out.splitlines() if line.startswith("conformance targets: "))
     assert header.startswith("conformance targets: cpu [host CPU], ") and "vcuda:0 (virtual)" in header
@@ -238,13 +250,19 @@ test_nvjpeg = make_gain_spec("nvjpeg", call=nvjpeg_only).test()
     assert "the error check applied to none of the 5 cases" in out
     assert "placement: DeviceMixError: Expected all tensors to be on the same device" in out
     assert "PlainAttributeGain.gains (a plain tensor attribute on cpu" in out
-    assert "SKIPPED [12] " in out and "not emulatable on a virtual device: image::decode_jpegs_cuda has no CPU kernel" in out
+    assert (
+        "SKIPPED [12] " in out
+        and "not emulatable on a virtual device: image::decode_jpegs_cuda has no CPU kernel" in out
+    )
     data = summary(project)
     rows = {(g["op"], g["target"], g["check"]): g for g in data["groups"]}
     assert rows[("plain_attribute", "vcuda:1", "placement")]["verdict"] == "fail"
     assert rows[("plain_attribute", "vcuda:1", "placement")]["virtual"] is True
     assert rows[("buffer", "vcuda:1", "placement")]["verdict"] == "pass"
-    assert {t for (op, t, _), g in rows.items() if op == "nvjpeg" and g["verdict"] == "skipped"} == {"vcuda:0", "vcuda:1"}
+    assert {t for (op, t, _), g in rows.items() if op == "nvjpeg" and g["verdict"] == "skipped"} == {
+        "vcuda:0",
+        "vcuda:1",
+    }
     assert rows[("buffer", "vcuda:1", "unmoved")]["behaviours"] == {"raises a device error": 5}
     assert "vcuda:1 (virtual)" in out.split("conformance summary")[1]
 
@@ -258,11 +276,13 @@ def test_virtual_targets_can_be_turned_off_or_multiplied(project):
 
 
 def test_an_op_needing_a_newer_library_is_skipped_naming_the_installed_version(project):
-    project.makepyfile(test_cases="""
+    project.makepyfile(
+        test_cases="""
 import dataclasses
 from planted_ops import *
 test_future = dataclasses.replace(make_spec("future", good_resize), requires={"torchvision": ">=99"}).test()
-""")
+"""
+    )
     result = run(project, "-rs")
     result.assert_outcomes(skipped=8)
     assert "future needs torchvision>=99; imported torchvision 0." in result.stdout.str()
@@ -287,11 +307,19 @@ def test_a_known_failure_costs_no_shrinking(project):
     run(project, "--run-name=unknown", "-k", "reference").assert_outcomes(failed=2)
     (project.path / "known_issues.toml").write_text(
         '[[issue]]\nid = "shift"\nop = "shifted"\nchecks = ["reference"]\nmax_abs = 255\n'
-        'link = "https://example.org/shift"\nreason = "planted"\n')
+        'link = "https://example.org/shift"\nreason = "planted"\n'
+    )
     run(project, "--run-name=known", "-k", "reference").assert_outcomes(xfailed=2)
-    phases = {name: [r["phase"] for r in read_outcomes(project.path / "reports" / name)[0] if r.get("kind") == "outcome"]
-              for name in ("unknown", "known")}
-    shrunk = {name: sum(g.get("shrunk", 0) for g in json.loads(
-        (project.path / "reports" / name / "summary.json").read_text())["groups"]) for name in ("unknown", "known")}
+    phases = {
+        name: [r["phase"] for r in read_outcomes(project.path / "reports" / name)[0] if r.get("kind") == "outcome"]
+        for name in ("unknown", "known")
+    }
+    shrunk = {
+        name: sum(
+            g.get("shrunk", 0)
+            for g in json.loads((project.path / "reports" / name / "summary.json").read_text())["groups"]
+        )
+        for name in ("unknown", "known")
+    }
     assert shrunk["unknown"] > 0 and "final" in phases["unknown"]  # without the entry hypothesis minimises it
     assert set(phases["known"]) == {"explore"} and shrunk["known"] == 0  # with it: each explored once, none shrunk

@@ -5,11 +5,11 @@ hypothesis' own plugin, it stays inert until conformance specs are collected or 
 conformance option asks for it: no torch import, no hypothesis profile loaded, no xdist
 scheduler switched, no thread variables set, nothing in the header, no reports folder.
 """
+
 import json
 import os
-from pathlib import Path
 
-PROBE = '''
+PROBE = """
 import json, os, sys
 from hypothesis import given, settings, strategies as st
 
@@ -28,26 +28,29 @@ def test_probe(request):
     }
     with open(os.environ["PROBE_OUT"] + "." + os.environ.get("PYTEST_XDIST_WORKER", "main"), "w") as f:
         json.dump(found, f)
-'''
+"""
 
 
-CONTROLLER = '''
+CONTROLLER = """
 import json, os
 
 def pytest_sessionstart(session):
     if not hasattr(session.config, "workerinput"):
         with open(os.environ["PROBE_OUT"] + ".controller", "w") as f:
             json.dump({"dist": getattr(session.config.option, "dist", None)}, f)
-'''
+"""
 
 
 def _probe(pytester, *args):
     pytester.makepyfile(test_other=PROBE)
     pytester.makeconftest(CONTROLLER)
     out = pytester.path / "probe"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CONFORMANCE_") and k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                           "MKL_NUM_THREADS", "CI")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CONFORMANCE_")
+        and k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CI")
+    }
     env["PROBE_OUT"] = str(out)
     pytester._monkeypatch.setattr(os, "environ", env)  # the subprocess inherits exactly this
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)

@@ -1,4 +1,5 @@
 """Recipes describe images exactly, round-trip through JSON, and shrink toward simple images."""
+
 import json
 
 import numpy as np
@@ -12,7 +13,7 @@ from conformance.spec.strategies import image_recipes
 
 
 def test_layouts_are_what_they_say():
-    base = dict(height=5, width=7, channels=3, batch=(2,), dtype="float32", content="noise", seed=3)
+    base = {"height": 5, "width": 7, "channels": 3, "batch": (2,), "dtype": "float32", "content": "noise", "seed": 3}
     contiguous = materialize(Recipe(layout="contiguous", **base))
     channels_last = materialize(Recipe(layout="channels_last", **base))
     strided = materialize(Recipe(layout="strided", **base))
@@ -45,14 +46,17 @@ def test_case_json_round_trip():
     assert again == Case("resize", case.recipe, {"size": [4, 5]}) and again.key == case.key
 
 
-@pytest.mark.parametrize("text, message", [
-    ("{not json", "not valid JSON"),
-    ('{"op": "resize"}', '"op", "recipe"'),
-    ('{"op": "r", "recipe": {"height": 0, "width": 1}}', "positive"),
-    ('{"op": "r", "recipe": {"height": 1, "width": 1, "dtype": "int7"}}', "unknown dtype"),
-    ('{"op": "r", "recipe": {"height": 1, "width": 1, "colour": 1}}', "unknown recipe fields"),
-    ('{"op": "r", "recipe": {"height": 1, "width": 1}, "params": []}', "params"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"op": "resize"}', '"op", "recipe"'),
+        ('{"op": "r", "recipe": {"height": 0, "width": 1}}', "positive"),
+        ('{"op": "r", "recipe": {"height": 1, "width": 1, "dtype": "int7"}}', "unknown dtype"),
+        ('{"op": "r", "recipe": {"height": 1, "width": 1, "colour": 1}}', "unknown recipe fields"),
+        ('{"op": "r", "recipe": {"height": 1, "width": 1}, "params": []}', "params"),
+    ],
+)
 def test_bad_cases_are_clear_errors(text, message):
     with pytest.raises(RecipeError, match=message):
         Case.from_json(text)

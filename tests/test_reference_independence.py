@@ -1,29 +1,29 @@
 """References never read the library under test: a wrong table in kornia must not pass because
 the reference read the same table.
 
-Statically, no module under conformance/references imports torchvision, kornia, OpenCV, TorchCodec
-or Pillow. Dynamically, every shipped spec's reference is run on drawn cases while a profiler
-watches every Python call: none may enter those libraries' files (which also catches a lazy import
-inside a case module's reference function).  Pillow is the documented meaning of some ops (JPEG
-through libjpeg), so a case module's reference may call it, except for an operation that Pillow
-implements (it is under test there).
+The libraries are the records of conformance.spec.libraries: those that implement operations.
+Statically, no module under conformance/references imports any of them.  Dynamically, every shipped
+spec's reference is run on drawn cases while a profiler watches every Python call: none may enter
+those libraries' files (which also catches a lazy import inside a case module's reference function).
+A library marked `reference_backend` (Pillow: JPEG through libjpeg) is the documented meaning of some
+ops, so a case module's reference may call it, except for an operation it implements (it is under test
+there).
 """
+
 import ast
 import importlib.util
 import os
 import sys
 from pathlib import Path
 
-import kornia
-import PIL
 import pytest
-import torchvision
 from hypothesis import HealthCheck, given, settings
 
-from conformance.spec.operations import PILLOW
+from conformance.spec.libraries import LIBRARIES, implementing
 
 ROOT = Path(__file__).parents[1]
-UNDER_TEST = ("torchvision", "kornia", "cv2", "torchcodec", "PIL")
+IMPLEMENTING = [library for library in LIBRARIES if library.implementations]
+UNDER_TEST = tuple(library.module for library in IMPLEMENTING)
 
 
 def _folder(name: str) -> str | None:
@@ -34,8 +34,10 @@ def _folder(name: str) -> str | None:
     return os.path.dirname(module.__file__) + os.sep
 
 
-LIBRARY_DIRS = tuple(folder for folder in map(_folder, ("torchvision", "kornia", "cv2", "torchcodec")) if folder)
-PILLOW_DIR = os.path.dirname(PIL.__file__) + os.sep
+LIBRARY_DIRS = tuple(
+    folder for library in IMPLEMENTING if not library.reference_backend and (folder := _folder(library.module))
+)
+BACKEND_DIRS = {library.package: _folder(library.module) for library in IMPLEMENTING if library.reference_backend}
 
 
 def _imports(path: Path) -> set[str]:
@@ -71,10 +73,15 @@ class LibraryCall(AssertionError):
 
 
 def _under_test(spec) -> tuple[str, ...]:
-    """The library folders a spec's reference must not enter (Pillow's where Pillow implements the operation)."""
+    """The library folders a spec's reference must not enter (a reference backend's, where it implements the
+    operation)."""
     member = spec.member
-    pillow = member is not None and any(s.member.library == PILLOW for s in member.operation.specs())
-    return LIBRARY_DIRS + ((PILLOW_DIR,) if pillow else ())
+    implementing_here = {implementing(s.member.library) for s in member.operation.specs()} if member else set()
+    return LIBRARY_DIRS + tuple(
+        folder
+        for package, folder in BACKEND_DIRS.items()
+        if folder and any(library is not None and library.package == package for library in implementing_here)
+    )
 
 
 def _traced(function, *args, forbidden=LIBRARY_DIRS):
@@ -102,8 +109,7 @@ def test_no_reference_calls_into_the_library_under_test(spec):
     shared = CaseCache()
     dtype, mode = next((d, m) for d, m in spec.variant_pairs() if m not in spec.error_modes)
 
-    @settings(max_examples=5, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=5, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(case=spec.cases(dtype, mode))
     def check(case):
         source = shared.input(case)

@@ -1,4 +1,5 @@
 """The float64 resize reference, checked against hand-worked values and against Pillow."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -64,8 +65,11 @@ def test_rows_sum_to_one_and_constant_images_stay_constant(mode, antialias):
 
 def test_upscaling_bilinear_is_the_same_with_and_without_antialias():
     for n_in, n_out in [(2, 5), (7, 9), (13, 40)]:
-        np.testing.assert_allclose(resample.resampling_matrix(n_in, n_out, "bilinear", True),
-                                   resample.resampling_matrix(n_in, n_out, "bilinear", False), atol=1e-12)
+        np.testing.assert_allclose(
+            resample.resampling_matrix(n_in, n_out, "bilinear", True),
+            resample.resampling_matrix(n_in, n_out, "bilinear", False),
+            atol=1e-12,
+        )
 
 
 def test_same_size_is_identity_and_unknown_mode_is_refused():
@@ -74,12 +78,15 @@ def test_same_size_is_identity_and_unknown_mode_is_refused():
         resample.resampling_matrix(3, 4, "lanczos", False)
 
 
-@pytest.mark.parametrize("h, w, size, max_size, expected", [
-    (100, 124, 12, None, (12, 14)),
-    (124, 100, 12, None, (14, 12)),
-    (10, 10, 3, None, (3, 3)),
-    (1, 300, 2, 100, (0, 100)),   # the short edge can round to 0: the params strategy avoids it
-    (20, 60, 10, 24, (8, 24)),
-])
+@pytest.mark.parametrize(
+    "h, w, size, max_size, expected",
+    [
+        (100, 124, 12, None, (12, 14)),
+        (124, 100, 12, None, (14, 12)),
+        (10, 10, 3, None, (3, 3)),
+        (1, 300, 2, 100, (0, 100)),  # the short edge can round to 0: the params strategy avoids it
+        (20, 60, 10, 24, (8, 24)),
+    ],
+)
 def test_short_edge_size(h, w, size, max_size, expected):
     assert resample.short_edge_size(h, w, size, max_size) == expected

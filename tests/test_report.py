@@ -1,4 +1,5 @@
 """The HTML report: built from the store, escaped, bounded, mergeable, and rendered by a real browser."""
+
 import json
 import os
 import shutil
@@ -7,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conformance.report import build_report
-from conformance.report.merge import merge_runs
 from synthetic_runs import write_operation_run, write_run
+
+from conformance.report.build import build_report
+from conformance.report.merge import merge_runs
 
 HOSTILE = "<script>alert('x')</script>\"'../../etc/passwd"
 
@@ -20,7 +21,7 @@ def test_a_report_shows_the_matrix_failures_first_with_pictures(tmp_path):
     index = build_report(run)
     html = index.read_text()
     assert html.index("fail") < html.index("known issue") < html.index(">pass<")
-    assert "vcuda:1 <span class=\"virtual\">(virtual)</span>" in html
+    assert 'vcuda:1 <span class="virtual">(virtual)</span>' in html
     assert "Known issue <b>known-1</b>: a known divergence" in html
     assert html.count('alt="difference"') == 2  # one heatmap per failing check
     assert 'alt="histogram"' in html and ' crop"' in html
@@ -29,8 +30,9 @@ def test_a_report_shows_the_matrix_failures_first_with_pictures(tmp_path):
 
 
 def test_hostile_strings_are_escaped_in_the_page_and_harmless_in_file_names(tmp_path):
-    run = write_run(tmp_path / "run", outcomes=3, failures=1, op=HOSTILE, message=HOSTILE,
-                    params={"size": HOSTILE}, target=HOSTILE)
+    run = write_run(
+        tmp_path / "run", outcomes=3, failures=1, op=HOSTILE, message=HOSTILE, params={"size": HOSTILE}, target=HOSTILE
+    )
     html = build_report(run).read_text()
     assert "<script>alert" not in html
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&#34;&#39;../../etc/passwd" in html
@@ -59,8 +61,11 @@ def test_merge_puts_each_machine_in_its_own_columns(tmp_path):
     html = index.read_text()
     assert "h100-runner<br>cuda:0" in html and "<script>alert" not in html
     assert html.count('alt="difference"') == 2
-    done = subprocess.run([sys.executable, "-m", "conformance", "merge", str(a), "-o", str(tmp_path / "merged")],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance", "merge", str(a), "-o", str(tmp_path / "merged")],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 4 and "exists and is not empty" in done.stderr
 
 
@@ -97,8 +102,14 @@ def test_the_report_renders_in_headless_chromium(tmp_path):
     from conformance.store.timings import Timing, write
 
     run = write_run(tmp_path / "run", outcomes=30, failures=2)
-    write(run / "timings.json", [Timing("resize", "cpu", "uint8", "bilinear", shape, seconds, 1e-5, 0.1, seconds / 1e-5)
-                                 for shape, seconds in (("1x3x16x16", 5e-5), ("1x3x1080x1920", 9e-3))], {})
+    write(
+        run / "timings.json",
+        [
+            Timing("resize", "cpu", "uint8", "bilinear", shape, seconds, 1e-5, 0.1, seconds / 1e-5)
+            for shape, seconds in (("1x3x16x16", 5e-5), ("1x3x1080x1920", 9e-3))
+        ],
+        {},
+    )
     index = build_report(run)
     browser = _chromium()
     try:
@@ -107,8 +118,9 @@ def test_the_report_renders_in_headless_chromium(tmp_path):
         verdicts = [row.get_attribute("data-verdict") for row in rows]
         assert verdicts[0] == "fail" and {"fail", "known_issue", "skipped", "pass"} <= set(verdicts)
         images = browser.find_elements(By.CSS_SELECTOR, "section.detail img")
-        assert images and all(browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i)
-                              for i in images)
+        assert images and all(
+            browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i) for i in images
+        )
         browser.find_element(By.ID, "failures-only").click()
         shown = [r.get_attribute("data-verdict") for r in rows if r.is_displayed()]
         assert shown and set(shown) <= {"fail", "error"}
@@ -145,33 +157,57 @@ def test_the_cross_library_page_opens_from_the_report_in_headless_chromium(tmp_p
         assert len(images) == 9  # input, reference, output, heatmap; and the same with the peer's output
         scales = browser.find_elements(By.CSS_SELECTOR, "section.card span.scale")
         assert [s.text.replace("\n", " ") for s in scales] == ["0 3 levels", "0 3 levels"]  # drawn by the page
-        assert all(browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i) for i in images)
+        assert all(
+            browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i) for i in images
+        )
         assert "<script>" not in browser.page_source.split("<body>")[1].split("</body>")[0].replace(
-            "&lt;script&gt;", "")
+            "&lt;script&gt;", ""
+        )
     finally:
         browser.quit()
 
 
 def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
-    from conformance.devices import environment
     from conformance.checks.registry import CheckOutcome
-    from conformance.store.records import RecordWriter
-    from conformance.store.aggregate import write_summary
+    from conformance.devices import environment
     from conformance.devices.targets import CPU, virtual_targets
+    from conformance.store.aggregate import write_summary
+    from conformance.store.records import RecordWriter
 
     run = tmp_path / "run"
     env = environment.collect([CPU, *virtual_targets(2)])
     writer = RecordWriter(run, "main", lambda: env)
-    base = {"test": "test_op", "op": HOSTILE, "target": "vcuda:1", "virtual": True, "dtype": "float32", "mode": "m",
-            "worker": "main", "pid": 1}
+    base = {
+        "test": "test_op",
+        "op": HOSTILE,
+        "target": "vcuda:1",
+        "virtual": True,
+        "dtype": "float32",
+        "mode": "m",
+        "worker": "main",
+        "pid": 1,
+    }
     case = json.dumps({"op": "x", "recipe": {}, "params": {}})
     for check, verdict, outcome in (
-            ("unmoved", "fail", CheckOutcome("unmoved", False, "promises to work when left on the cpu, but raises an "
-                                             "unclear error", behaviour="raises an unclear error", against="promise",
-                                             cause="raises an unclear error")),
-            ("constant_upload", "warning", CheckOutcome("constant_upload", False, f"uploads on every call: {HOSTILE}",
-                                                        cause="upload", warning=True)),
-            ("cross_device", "pass", CheckOutcome("cross_device", True, "the cpu's", diverges="cpu", against="cpu"))):
+        (
+            "unmoved",
+            "fail",
+            CheckOutcome(
+                "unmoved",
+                False,
+                "promises to work when left on the cpu, but raises an unclear error",
+                behaviour="raises an unclear error",
+                against="promise",
+                cause="raises an unclear error",
+            ),
+        ),
+        (
+            "constant_upload",
+            "warning",
+            CheckOutcome("constant_upload", False, f"uploads on every call: {HOSTILE}", cause="upload", warning=True),
+        ),
+        ("cross_device", "pass", CheckOutcome("cross_device", True, "the cpu's", diverges="cpu", against="cpu")),
+    ):
         nodeid = f"cases/t.py::test_op[vcuda:1-float32-m-{check}]"
         writer.item_started(base, nodeid, check, {}, [])
         writer.example("explore", 0, case, verdict, outcome, outcome.message, None, None, None)

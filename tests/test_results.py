@@ -1,4 +1,5 @@
 """The result store survives crashes, stays compact, and summaries do not depend on workers or shrinking."""
+
 import json
 import math
 
@@ -7,25 +8,39 @@ import pytest
 from conformance.checks.registry import CheckOutcome
 from conformance.cli import main as cli
 from conformance.spec.tolerances import Metrics, Tolerance
-from conformance.store.records import RecordWriter, last_case_started
+from conformance.store import examples
 from conformance.store.aggregate import write_summary
 from conformance.store.examples import StoreError
 from conformance.store.reader import read_outcomes
+from conformance.store.records import RecordWriter, last_case_started
 from conformance.store.writer import safe_name
-from conformance.store import examples
 
 TOLERANCE = Tolerance("t", "one step", atol=1)
 
 
 def base(target="cpu", mode="m"):
-    return {"test": "test_op", "op": "op", "target": target, "virtual": False, "dtype": "uint8", "mode": mode,
-            "worker": "gw0", "pid": 1}
+    return {
+        "test": "test_op",
+        "op": "op",
+        "target": target,
+        "virtual": False,
+        "dtype": "uint8",
+        "mode": mode,
+        "worker": "gw0",
+        "pid": 1,
+    }
 
 
 def outcome(check="reference", passed=True, max_abs=0.0):
-    return CheckOutcome(check, passed, "" if passed else f"off by {max_abs}", against="reference", tolerance=TOLERANCE,
-                        metrics=Metrics(max_abs, 0.0, 0.0 if passed else 1.0, 0 if passed else 1, 1, None, None, None,
-                                        math.inf), cause="" if passed else "values")
+    return CheckOutcome(
+        check,
+        passed,
+        "" if passed else f"off by {max_abs}",
+        against="reference",
+        tolerance=TOLERANCE,
+        metrics=Metrics(max_abs, 0.0, 0.0 if passed else 1.0, 0 if passed else 1, 1, None, None, None, math.inf),
+        cause="" if passed else "values",
+    )
 
 
 def item(writer, check="reference", target="cpu", examples_=(("explore", "pass", 0.0),), mode="m", case="{}"):
@@ -53,7 +68,7 @@ def test_a_torn_last_journal_line_and_a_torn_examples_batch_are_skipped_and_coun
 
 
 def test_the_examples_table_is_parquet_a_data_tool_reads_with_one_row_per_check_outcome(tmp_path):
-    writer = RecordWriter(tmp_path, "gw0", lambda: {})
+    writer = RecordWriter(tmp_path, "gw0", dict)
     case = json.dumps({"op": "op", "recipe": {"seed": 1}, "params": {}})
     for check in ("reference", "cross_device"):
         item(writer, check=check, examples_=[("explore", "pass", 0.5)] * 3, case=case)
@@ -61,15 +76,18 @@ def test_the_examples_table_is_parquet_a_data_tool_reads_with_one_row_per_check_
     assert sorted(p.name for p in (tmp_path / "examples").iterdir()) == ["gw0.parquet"]  # the stream became Parquet
     import duckdb
 
-    rows = duckdb.sql(f"SELECT \"check\", max_abs, \"case\" FROM '{tmp_path}/examples/*.parquet' "
-                      f"WHERE max_abs > 0.25 ORDER BY \"check\"").fetchall()
+    rows = duckdb.sql(
+        f'SELECT "check", max_abs, "case" FROM \'{tmp_path}/examples/*.parquet\' WHERE max_abs > 0.25 ORDER BY "check"'
+    ).fetchall()
     assert rows == [("cross_device", 0.5, case)] * 3 + [("reference", 0.5, case)] * 3
 
 
 def test_shrinking_examples_are_not_counted_and_the_final_one_is(tmp_path):
-    writer = RecordWriter(tmp_path, "gw0", lambda: {})
-    item(writer, examples_=[("explore", "pass", 0.0), ("explore", "pass", 0.0), ("shrink", "fail", 9.0),
-                            ("final", "fail", 7.0)])
+    writer = RecordWriter(tmp_path, "gw0", dict)
+    item(
+        writer,
+        examples_=[("explore", "pass", 0.0), ("explore", "pass", 0.0), ("shrink", "fail", 9.0), ("final", "fail", 7.0)],
+    )
     writer.close()
     (group,) = write_summary(tmp_path, complete=True)["groups"]
     assert group["examples"] == 3 and group["counts"] == {"fail": 1, "pass": 2}
@@ -81,13 +99,13 @@ def test_shrinking_examples_are_not_counted_and_the_final_one_is(tmp_path):
 def test_summary_is_independent_of_record_order_and_worker_files(tmp_path):
     items = [(t, c) for t in ("cpu", "cuda:0") for c in ("reference", "cross_device")]
     one = tmp_path / "one"
-    writer = RecordWriter(one, "main", lambda: {})
+    writer = RecordWriter(one, "main", dict)
     for n, (target, check) in enumerate(items):
         item(writer, check, target, [("explore", "pass", float(n))])
     writer.close()
     two = tmp_path / "two"
     for worker, part in (("gw1", items[::2]), ("gw0", items[1::2][::-1])):
-        writer = RecordWriter(two, worker, lambda: {})
+        writer = RecordWriter(two, worker, dict)
         for target, check in part:
             item(writer, check, target, [("explore", "pass", float(items.index((target, check))))])
         writer.close()
@@ -95,7 +113,7 @@ def test_summary_is_independent_of_record_order_and_worker_files(tmp_path):
 
 
 def test_the_case_a_process_runs_is_named_in_place_for_a_crash(tmp_path):
-    writer = RecordWriter(tmp_path, "gw3", lambda: {})
+    writer = RecordWriter(tmp_path, "gw3", dict)
     writer.case_started("cases/t.py::test_op[cpu-uint8-m-error]", '{"op":"op","n":1}')
     writer.case_started("cases/t.py::test_op[cpu-uint8-m-error]", '{"op":"op","n":2}')
     assert last_case_started(tmp_path, "cases/t.py::test_op[cpu-uint8-m-error]") == '{"op":"op","n":2}'
@@ -110,7 +128,7 @@ def test_file_names_from_hostile_ids_stay_inside_their_folder():
 
 
 def test_cli_rebuilds_a_summary_after_a_crash(tmp_path, capsys):
-    writer = RecordWriter(tmp_path, "gw0", lambda: {})
+    writer = RecordWriter(tmp_path, "gw0", dict)
     item(writer)
     writer.close()
     assert cli(["summary", str(tmp_path)]) == 0
@@ -123,8 +141,9 @@ def test_cli_rebuilds_a_summary_after_a_crash(tmp_path, capsys):
 
 def test_a_store_of_the_older_format_is_a_one_line_error(tmp_path, capsys):
     (tmp_path / "outcomes").mkdir()
-    (tmp_path / "outcomes" / "main.jsonl").write_text('{"kind": "case", "id": 0, "case": {}}\n'
-                                                      '{"kind": "example", "checks": [], "case_id": 0}\n')
+    (tmp_path / "outcomes" / "main.jsonl").write_text(
+        '{"kind": "case", "id": 0, "case": {}}\n{"kind": "example", "checks": [], "case_id": 0}\n'
+    )
     for command in ("summary", "report"):
         assert cli([command, str(tmp_path)]) == 4
         err = capsys.readouterr().err.strip()

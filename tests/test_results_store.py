@@ -1,5 +1,6 @@
 """The store at scale: streamed summaries, a short terminal table, duplicate merges refused,
 interrupted items shown as such, and retention of old runs."""
+
 import json
 import os
 import shutil
@@ -11,21 +12,34 @@ import pytest
 
 from conformance.checks.registry import CheckOutcome
 from conformance.cli import main as cli
-from conformance.spec.tolerances import Metrics, Tolerance
-from conformance.store.records import RecordWriter
-from conformance.report import build_report
+from conformance.report.build import build_report
 from conformance.report.table import format_table
+from conformance.spec.tolerances import Metrics, Tolerance
 from conformance.store.aggregate import summarize, write_summary
+from conformance.store.records import RecordWriter
 
 NODE = "cases/test_resize.py::test_resize[{target}-uint8-bilinear-{check}]"
 ENVIRONMENT = {"machine": "test", "packages": {}, "targets": [], "cuda": {}, "tf32": {}}
-PASSED = CheckOutcome("reference", True, against="reference", metrics=Metrics(0.5, 0.1, 0.0, 0, 3, None, None, None, 40.0),
-                      tolerance=Tolerance("uint8", "a rounding step", atol=1))
+PASSED = CheckOutcome(
+    "reference",
+    True,
+    against="reference",
+    metrics=Metrics(0.5, 0.1, 0.0, 0, 3, None, None, None, 40.0),
+    tolerance=Tolerance("uint8", "a rounding step", atol=1),
+)
 
 
 def base(target="cpu"):
-    return {"test": "test_resize", "op": "resize", "target": target, "virtual": target.startswith("vcuda"),
-            "dtype": "uint8", "mode": "bilinear", "worker": "main", "pid": 1}
+    return {
+        "test": "test_resize",
+        "op": "resize",
+        "target": target,
+        "virtual": target.startswith("vcuda"),
+        "dtype": "uint8",
+        "mode": "bilinear",
+        "worker": "main",
+        "pid": 1,
+    }
 
 
 def write_store(run: Path, passing: int, *, complete=True, unfinished=None, ended=True):
@@ -82,11 +96,11 @@ def _summary(groups):
 
 def test_the_terminal_table_lists_only_what_needs_a_look_and_a_matrix():
     checks = [("cpu", c, "pass") for c in ("reference", "placement", "error")]
-    clean = format_table(_summary(checks + [("vcuda:0", "reference", "pass")]))
+    clean = format_table(_summary([*checks, ("vcuda:0", "reference", "pass")]))
     assert clean[0].startswith("all 2 test item variants passed") and "op" in clean[2]
     assert "cpu" in clean[2] and "vcuda:0*" in clean[2] and clean[3].split() == ["resize", ".", "."]
     assert clean[-1].startswith("legend: F fail") and "* virtual" in clean[-1]
-    failing = format_table(_summary(checks + [("vcuda:0", "reference", "fail"), ("vcuda:1", "reference", "pass")]))
+    failing = format_table(_summary([*checks, ("vcuda:0", "reference", "fail"), ("vcuda:1", "reference", "pass")]))
     rows = [line for line in failing if line.startswith("resize ")]
     assert len(rows) == 2 and "vcuda:0 (virtual)" in rows[0] and "fail" in rows[0]  # the row, then the matrix
     assert rows[1].split() == ["resize", ".", "F", "."]
@@ -162,20 +176,44 @@ def test_a_green_run_of_the_whole_suite_fits_on_one_screen():
         for op in range(10):
             for target in ("cpu", "cpu:default", "cpu:avx2", "vcuda:0", "vcuda:1"):
                 for check in ("error", "reference", "constant_upload"):
-                    verdict = "known_issue" if op == 0 and check == "reference" else (
-                        "warning" if check == "constant_upload" and target.startswith("vcuda") and op < 2 else "pass")
-                    groups.append({"machine": "", "family": f"family{family}", "test": f"test_op{family}_{op}",
-                                   "op": f"op{family}_{op}", "target": target, "virtual": target.startswith("vcuda"),
-                                   "dtype": "uint8", "mode": "m", "check": check, "verdict": verdict, "examples": 100,
-                                   "counts": {verdict: 100}, "worst": None,
-                                   "known_issues": [f"issue-{family}"] if verdict == "known_issue" else [],
-                                   "causes": {"upload": 100} if verdict == "warning" else {},
-                                   "warnings": {f"uploads on every call: a constant at x.py:{op}": 100}
-                                   if verdict == "warning" else {}})
-    summary = {"groups": groups, "totals": {"pass": 99_000, "known_issue": 7_000, "warning": 2_800},
-               "unused_known_issues": ["gpu-only-1", "gpu-only-2"], "unreproduced_known_issues": ["rare-1"],
-               "environment": {"targets": [{"name": t} for t in ("cpu", "cpu:default", "cpu:avx2", "vcuda:0",
-                                                                  "vcuda:1")]}}
+                    verdict = (
+                        "known_issue"
+                        if op == 0 and check == "reference"
+                        else (
+                            "warning"
+                            if check == "constant_upload" and target.startswith("vcuda") and op < 2
+                            else "pass"
+                        )
+                    )
+                    groups.append(
+                        {
+                            "machine": "",
+                            "family": f"family{family}",
+                            "test": f"test_op{family}_{op}",
+                            "op": f"op{family}_{op}",
+                            "target": target,
+                            "virtual": target.startswith("vcuda"),
+                            "dtype": "uint8",
+                            "mode": "m",
+                            "check": check,
+                            "verdict": verdict,
+                            "examples": 100,
+                            "counts": {verdict: 100},
+                            "worst": None,
+                            "known_issues": [f"issue-{family}"] if verdict == "known_issue" else [],
+                            "causes": {"upload": 100} if verdict == "warning" else {},
+                            "warnings": {f"uploads on every call: a constant at x.py:{op}": 100}
+                            if verdict == "warning"
+                            else {},
+                        }
+                    )
+    summary = {
+        "groups": groups,
+        "totals": {"pass": 99_000, "known_issue": 7_000, "warning": 2_800},
+        "unused_known_issues": ["gpu-only-1", "gpu-only-2"],
+        "unreproduced_known_issues": ["rare-1"],
+        "environment": {"targets": [{"name": t} for t in ("cpu", "cpu:default", "cpu:avx2", "vcuda:0", "vcuda:1")]},
+    }
     lines = format_section(summary)
     assert len(lines) <= 35, "\n".join(lines)
     assert lines[0].startswith("no new failure: 2,100 items")
@@ -183,5 +221,5 @@ def test_a_green_run_of_the_whole_suite_fits_on_one_screen():
     assert "known issues: 14 entries reproduced in 70 items" in "\n".join(lines)
     warned = [line for line in lines if "constant_upload (upload)" in line]
     assert len(warned) == 8 and "on vcuda:0, vcuda:1" in warned[0] and "... and 20 more" in "\n".join(lines)
-    failing = [dict(groups[0], verdict="fail", counts={"fail": 1, "pass": 99})] + groups[1:]
+    failing = [dict(groups[0], verdict="fail", counts={"fail": 1, "pass": 99}), *groups[1:]]
     assert format_section(dict(summary, groups=failing))[0].startswith("1 item failed")

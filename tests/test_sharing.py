@@ -1,4 +1,5 @@
 """Cases are drawn once per op, dtype and mode and run on every target; workers keep a variant together."""
+
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -39,20 +40,35 @@ def _cases_by_item(records, phases=("explore",), check="placement"):
 
 def test_every_target_runs_the_cases_hypothesis_drew_once_even_in_a_random_profile(pytester):
     result = _project(pytester).runpytest_inprocess(
-        "-p", "no:cacheprovider", "--hypothesis-profile=dev", "--max-examples=12", "--targets=cpu,vcuda:0,vcuda:1",
-        "-k", "good", "--hypothesis-seed=7")
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-profile=dev",
+        "--max-examples=12",
+        "--targets=cpu,vcuda:0,vcuda:1",
+        "-k",
+        "good",
+        "--hypothesis-seed=7",
+    )
     result.assert_outcomes(passed=32)  # per dtype: 4 checks on the cpu, 6 on each vcuda target
     cases = _cases_by_item(_records(pytester))
     for dtype in ("uint8", "float32"):
-        drawn = [cases[f"test_cases.py::test_good[{t}-{dtype}-bilinear-placement]"] for t in ("cpu", "vcuda:0", "vcuda:1")]
+        drawn = [
+            cases[f"test_cases.py::test_good[{t}-{dtype}-bilinear-placement]"] for t in ("cpu", "vcuda:0", "vcuda:1")
+        ]
         assert len(drawn[0]) >= 10 and drawn[0] == drawn[1] == drawn[2]
         assert len(set(drawn[0])) == len(drawn[0])  # a case hypothesis happens to draw twice is checked once
 
 
 def test_a_planned_case_that_fails_on_one_target_is_found_again_and_shrunk(pytester):
     result = _project(pytester).runpytest_inprocess(
-        "-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=30", "--targets=cpu,vcuda:1",
-        "-k", "device_bug")
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-profile=ci",
+        "--max-examples=30",
+        "--targets=cpu,vcuda:1",
+        "-k",
+        "device_bug",
+    )
     result.assert_outcomes(passed=8, failed=2)  # vcuda:1's reference and cross_device items
     out = result.stdout.str()
     assert "device_bug on vcuda:1 (virtual) [float32, bilinear]: reference failed" in out
@@ -61,18 +77,29 @@ def test_a_planned_case_that_fails_on_one_target_is_found_again_and_shrunk(pytes
     assert json.loads(shrunk.split("case: ", 1)[1])["recipe"]["width"] == 11  # the smallest failing width
     records = _records(pytester)
     counted = _cases_by_item(records, ("explore", "final"), check="reference")
-    cpu, device = counted["test_cases.py::test_device_bug[cpu-float32-bilinear-reference]"], \
-        counted["test_cases.py::test_device_bug[vcuda:1-float32-bilinear-reference]"]
+    cpu, device = (
+        counted["test_cases.py::test_device_bug[cpu-float32-bilinear-reference]"],
+        counted["test_cases.py::test_device_bug[vcuda:1-float32-bilinear-reference]"],
+    )
     # the cpu's cases up to the first one wider than 10 pixels, then hypothesis' minimal example;
     # its rerun of the cases before it is not counted again
     first_wide = next(i for i, case in enumerate(cpu) if json.loads(case)["recipe"]["width"] > 10)
-    assert device[:-1] == cpu[:first_wide + 1] and json.loads(device[-1])["recipe"]["width"] == 11
+    assert device[:-1] == cpu[: first_wide + 1] and json.loads(device[-1])["recipe"]["width"] == 11
 
 
 def test_workers_keep_a_variant_together_by_default_or_a_target_together_when_asked(pytester):
     project = _project(pytester)
-    common = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=3", "--targets=cpu,vcuda:1",
-              "-k", "good", "-n", "2"]
+    common = [
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-profile=ci",
+        "--max-examples=3",
+        "--targets=cpu,vcuda:1",
+        "-k",
+        "good",
+        "-n",
+        "2",
+    ]
     project.runpytest_subprocess(*common).assert_outcomes(passed=20)  # no --dist: the plugin's grouping applies
     worker_of = {r["nodeid"]: r["worker"] for r in _records(project)}
     for dtype in ("uint8", "float32"):
@@ -90,10 +117,13 @@ def test_cases_from_an_earlier_run_are_checked_again_exactly_and_nothing_is_draw
     project.runpytest_inprocess(*quick, "--hypothesis-profile=ci", "--run-name=first").assert_outcomes(passed=20)
     first = _cases_by_item(read_outcomes(project.path / "reports" / "first")[0])
     # a random profile would draw other cases: the saved ones are run instead, on every target
-    again = project.runpytest_inprocess(*quick, "--hypothesis-profile=dev", "--run-name=again",
-                                         "--cases-from=reports/first", "-k", "good or device_bug")
+    again = project.runpytest_inprocess(
+        *quick, "--hypothesis-profile=dev", "--run-name=again", "--cases-from=reports/first", "-k", "good or device_bug"
+    )
     again.assert_outcomes(passed=20, skipped=10)  # device_bug (every check, both targets) has no saved cases
-    skips = [r["message"] for r in read_outcomes(project.path / "reports" / "again")[0] if r.get("verdict") == "skipped"]
+    skips = [
+        r["message"] for r in read_outcomes(project.path / "reports" / "again")[0] if r.get("verdict") == "skipped"
+    ]
     assert skips == ["--cases-from reports/first has no cases for this item"] * 10
     assert _cases_by_item(read_outcomes(project.path / "reports" / "again")[0]) == first
 

@@ -1,4 +1,5 @@
 """The shipped suite gives the same summary with and without pytest-xdist."""
+
 import json
 import subprocess
 import sys
@@ -10,9 +11,25 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_suite(tmp_path: Path, name: str, *extra: str) -> tuple[int, dict]:
-    command = [sys.executable, "-m", "pytest", "cases", "-q", "-p", "no:cacheprovider", "--hypothesis-profile=ci",
-               "--max-examples=8", "--targets=cpu", "-k", "uint8 and bilinear", "--reports-dir", str(tmp_path),
-               "--run-name", name, *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "cases",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-profile=ci",
+        "--max-examples=8",
+        "--targets=cpu",
+        "-k",
+        "uint8 and bilinear",
+        "--reports-dir",
+        str(tmp_path),
+        "--run-name",
+        name,
+        *extra,
+    ]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     summary_path = tmp_path / name / "summary.json"
     assert summary_path.is_file(), done.stdout + done.stderr
@@ -23,8 +40,12 @@ def without_peer_psnr(groups: list[dict]) -> list[dict]:
     """The rows without the cross-library PSNRs: -n 0 gives torch every core, each worker its share, and
     torch's cpu bilinear interpolation rounds differently with the thread count (docs/findings.md), which
     a PSNR between two libraries shows in its last digits; verdicts, counts and largest differences match."""
-    return [{**row, "peers": {name: {k: v for k, v in peer.items() if k != "psnr"}
-                              for name, peer in row["peers"].items()}} if "peers" in row else row for row in groups]
+    return [
+        {**row, "peers": {name: {k: v for k, v in peer.items() if k != "psnr"} for name, peer in row["peers"].items()}}
+        if "peers" in row
+        else row
+        for row in groups
+    ]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="xdist start-up on Windows is out of scope here")

@@ -1,4 +1,5 @@
 """Target selection: every spelling resolves against what exists, or fails naming what does."""
+
 import pytest
 import torch
 
@@ -18,22 +19,28 @@ def test_discover_lists_cpu_first_and_every_visible_cuda_device():
     assert sum(t.kind == "cuda" for t in found) == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("all", ["cpu", "cuda:0", "cuda:1", "mps"]),
-    ("gpu", ["cuda:0", "cuda:1", "mps"]),
-    ("cuda", ["cuda:0", "cuda:1"]),
-    ("cuda:1,cpu", ["cpu", "cuda:1"]),
-    (" cpu , cpu ", ["cpu"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("all", ["cpu", "cuda:0", "cuda:1", "mps"]),
+        ("gpu", ["cuda:0", "cuda:1", "mps"]),
+        ("cuda", ["cuda:0", "cuda:1"]),
+        ("cuda:1,cpu", ["cpu", "cuda:1"]),
+        (" cpu , cpu ", ["cpu"]),
+    ],
+)
 def test_selection_spellings(text, expected):
     assert names(select(text, GPU_BOX)) == expected
 
 
-@pytest.mark.parametrize("text, message", [
-    ("cuda:3", "unknown target 'cuda:3' (available: cpu, cuda:0, cuda:1, mps; or 'all', 'gpu', 'vcuda', 'isa')"),
-    ("cpu,", "empty entry"),
-    ("", "empty entry"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("cuda:3", "unknown target 'cuda:3' (available: cpu, cuda:0, cuda:1, mps; or 'all', 'gpu', 'vcuda', 'isa')"),
+        ("cpu,", "empty entry"),
+        ("", "empty entry"),
+    ],
+)
 def test_bad_selections_name_what_exists(text, message):
     with pytest.raises(TargetSelectionError, match=message.replace("(", r"\(").replace(")", r"\)")):
         select(text, GPU_BOX)
@@ -51,7 +58,7 @@ def test_virtual_targets_come_by_default_when_fewer_than_two_real_accelerators_e
     expected = 2 if sum(t.is_accelerator for t in real) < 2 else 0
     found = discover()
     assert names(found) == names(real) + [f"vcuda:{i}" for i in range(expected)]
-    assert all(t.virtual and t.kind == "vcuda" and "virtual" in t.description for t in found[len(real):])
+    assert all(t.virtual and t.kind == "vcuda" and "virtual" in t.description for t in found[len(real) :])
     assert names(discover(3))[-3:] == ["vcuda:0", "vcuda:1", "vcuda:2"]
 
 

@@ -1,5 +1,6 @@
 """When virtual targets are offered: only where the private torch APIs they need work, and
 never beside a real CUDA device; otherwise the reason is said, and asking for them is an error."""
+
 import pytest
 import torch
 import torch.utils._python_dispatch
@@ -28,13 +29,16 @@ def test_this_torch_passes_the_probe_and_offers_virtual_targets(virtual_device):
     assert names(discover())[-2:] == ["vcuda:0", "vcuda:1"]
 
 
-@pytest.mark.parametrize("owner, name", [
-    (torch._C, "_set_only_lift_cpu_tensors"),
-    (torch._C, "_ensureCUDADeviceGuardSet"),
-    (torch._C, "_dispatch_has_kernel_for_dispatch_key"),
-    (torch.utils._python_dispatch, "is_traceable_wrapper_subclass"),
-    (torch.cuda, "_exchange_device"),
-])
+@pytest.mark.parametrize(
+    "owner, name",
+    [
+        (torch._C, "_set_only_lift_cpu_tensors"),
+        (torch._C, "_ensureCUDADeviceGuardSet"),
+        (torch._C, "_dispatch_has_kernel_for_dispatch_key"),
+        (torch.utils._python_dispatch, "is_traceable_wrapper_subclass"),
+        (torch.cuda, "_exchange_device"),
+    ],
+)
 def test_a_missing_private_api_turns_virtual_targets_off_naming_it(monkeypatch, owner, name):
     monkeypatch.delattr(owner, name, raising=False)  # raising=False: an old torch may lack it already
     qualified = f"{owner.__name__}.{name}"
@@ -65,7 +69,9 @@ def test_no_virtual_targets_beside_a_real_cuda_device(monkeypatch):
     assert names(discover()) == names(discover(0)) and "cuda:0" in names(discover())
     assert not any(t.virtual for t in discover())
     for request in ("vcuda", "vcuda:1", "cpu,vcuda:0"):
-        with pytest.raises(TargetSelectionError, match="CUDA_VISIBLE_DEVICES= python -m conformance run --targets vcuda"):
+        with pytest.raises(
+            TargetSelectionError, match="CUDA_VISIBLE_DEVICES= python -m conformance run --targets vcuda"
+        ):
             select(request, discover())
     with pytest.raises(TargetSelectionError, match="real CUDA device"):
         discover(2)
@@ -86,7 +92,7 @@ def test_nothing():
 @pytest.mark.parametrize("args", [["--targets", "vcuda:0"], ["--virtual-devices", "2"]])
 def test_asking_for_virtual_targets_beside_a_real_gpu_is_a_usage_error(pytester, monkeypatch, args):
     monkeypatch.setattr(targets, "_real_targets", lambda: list(ONE_GPU))
-    monkeypatch.setattr(targets, "isa_targets", lambda: [])
+    monkeypatch.setattr(targets, "isa_targets", list)
     pytester.makepyfile(USAGE)
     result = pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

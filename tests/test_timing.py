@@ -1,5 +1,6 @@
 """The timing gate's rule, its files and its charts (the gate's accuracy is a benchmark:
 benchmarks/timing_gate.py, not a timed test)."""
+
 import json
 
 import pytest
@@ -45,8 +46,9 @@ def test_charts_escape_hostile_names():
 
 
 def test_a_run_with_timings_shows_a_chart_per_op(tmp_path):
-    from conformance.report import build_report
     from synthetic_runs import write_run
+
+    from conformance.report.build import build_report
 
     run = write_run(tmp_path / "run", outcomes=10, failures=0)
     write(run / "timings.json", [timing(), timing(shape="1x3x16x16", seconds=2e-5), timing("resize")], {})

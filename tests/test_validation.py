@@ -1,4 +1,5 @@
 """Typos in the user's policy files are errors, not silent no-ops (issue 13, item 9)."""
+
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,8 @@ def test_a_tolerance_rule_whose_op_matches_nothing_is_a_usage_error(project):
 def test_a_misspelt_where_key_fails_the_item_it_applies_to(project):
     (project.path / "known_issues.toml").write_text(
         '[[issue]]\nid = "typo"\nop = "good"\nchecks = ["reference"]\nwhere = { out_widht = 1 }\n'
-        'max_abs = 1\nlink = "docs/x.md"\nreason = "a typo in where"\nstrict = false\n')
+        'max_abs = 1\nlink = "docs/x.md"\nreason = "a typo in where"\nstrict = false\n'
+    )
     result = project.runpytest_inprocess(*QUICK, "-k", "reference")
     assert result.ret == 1
     out = result.stdout.str()

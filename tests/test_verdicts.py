@@ -4,6 +4,7 @@ Each test plants a bug the harness once hid or misreported, runs pytest on it as
 would, and checks the verdict: the failure is found, on its own item, on the side that
 diverges, and nothing correct is flagged.
 """
+
 import json
 import shutil
 from pathlib import Path
@@ -19,8 +20,9 @@ QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci"]
 
 @pytest.fixture
 def project(pytester):
-    pytester.makepyfile(planted_ops=(HERE / "planted_ops.py").read_text(),
-                        planted_placement=(HERE / "planted_placement.py").read_text())
+    pytester.makepyfile(
+        planted_ops=(HERE / "planted_ops.py").read_text(), planted_placement=(HERE / "planted_placement.py").read_text()
+    )
     return pytester
 
 
@@ -124,8 +126,9 @@ _geometry.interpolate = _plus_two
 
 def test_a_regression_inside_a_broad_known_issue_fails_the_gate(pytester):
     only_v2 = "test_resize and not (v1 or kornia or pil or cv2) and cpu-uint8-bicubic-reference"  # one item
-    result = _planted_against_control(pytester, "test_resize.py", only_v2, 60, {"xfailed": 1},
-                                      PLUS_TWO)  # control: the real divergence is known
+    result = _planted_against_control(
+        pytester, "test_resize.py", only_v2, 60, {"xfailed": 1}, PLUS_TWO
+    )  # control: the real divergence is known
     result.assert_outcomes(failed=1)
     assert "outside the envelope of known issue vision-8399-uint8-native-bicubic" in result.stdout.str()
 
@@ -133,8 +136,14 @@ def test_a_regression_inside_a_broad_known_issue_fails_the_gate(pytester):
 def test_a_cpu_only_regression_is_put_on_the_cpu_not_on_the_accelerator(pytester):
     _copy_suite(pytester, "test_resize.py")
     pytester.makeconftest(PLUS_TWO)
-    result = pytester.runpytest_subprocess(*QUICK, "--max-examples=25", "--targets=cpu,vcuda:0", "cases",
-                                           "-k", "test_resize and (uint8-bilinear-reference or uint8-bilinear-cross_device)")
+    result = pytester.runpytest_subprocess(
+        *QUICK,
+        "--max-examples=25",
+        "--targets=cpu,vcuda:0",
+        "cases",
+        "-k",
+        "test_resize and (uint8-bilinear-reference or uint8-bilinear-cross_device)",
+    )
     # the cpu's uint8 kernel is the planted one; vcuda takes the float path and matches the reference
     assert failed_ids(result) == {"cases/test_resize.py::test_resize[cpu-uint8-bilinear-reference]"}
     crossed = [r for r in records(pytester) if r["check"] == "cross_device" and r.get("diverges")]
@@ -205,8 +214,10 @@ test_good_sampler = spec("good_sampler", RandomGain).test()
 def test_a_sampler_that_builds_its_parameters_on_the_cpu_is_caught_though_replay_hides_it(project):
     project.makepyfile(test_cases=CPU_SAMPLER)
     result = project.runpytest_inprocess(*QUICK, "--max-examples=5", "--targets=cpu,vcuda:1")
-    assert failed_ids(result) == {"test_cases.py::test_cpu_sampler[vcuda:1-float32-gain-sampling]",
-                                  "test_cases.py::test_computes_on_cpu[vcuda:1-float32-gain-sampling]"}
+    assert failed_ids(result) == {
+        "test_cases.py::test_cpu_sampler[vcuda:1-float32-gain-sampling]",
+        "test_cases.py::test_computes_on_cpu[vcuda:1-float32-gain-sampling]",
+    }
     out = result.stdout.str()
     assert "own sampling" in out and "Expected all tensors to be on the same device" in out
     assert "copy of data derived from the input image" in out
@@ -228,8 +239,9 @@ planckian.get_planckian_coeffs = _slightly_wrong
 
 
 def test_a_wrong_number_in_the_librarys_own_table_fails_the_reference(pytester):
-    result = _planted_against_control(pytester, "test_planckian.py", "float32-blackbody-reference", 10,
-                                      {"passed": 1}, WRONG_TABLE)  # control: the real table is right
+    result = _planted_against_control(
+        pytester, "test_planckian.py", "float32-blackbody-reference", 10, {"passed": 1}, WRONG_TABLE
+    )  # control: the real table is right
     result.assert_outcomes(failed=1)
     assert "reference: vs reference" in result.stdout.str()
 
@@ -254,34 +266,47 @@ ONE_PIXEL = '{"op": "%s", "recipe": {"height": 1, "width": 1, "channels": 3, "dt
 
 
 def test_a_constant_table_is_not_an_image_copy_but_a_separately_named_finding(project):
-    project.makepyfile(test_cases='''
+    project.makepyfile(
+        test_cases="""
 import dataclasses
 from planted_placement import make_gain_spec
 
 def _spec(name, call):
     return dataclasses.replace(make_gain_spec(name, call=call), reference=lambda image, case: image)
-''' + TABLE_UPLOAD.replace("make_gain_spec(", "_spec("))
-    uploads = project.runpytest_inprocess(*QUICK, "--targets=vcuda:1", "-k", "uploads", "--replay",
-                                           ONE_PIXEL % "uploads")
-    uploads.assert_outcomes(passed=len([c for c in ("error", "placement", "invariants", "reference",
-                                                    "cross_device", "constant_upload")]))
+"""
+        + TABLE_UPLOAD.replace("make_gain_spec(", "_spec(")
+    )
+    uploads = project.runpytest_inprocess(
+        *QUICK, "--targets=vcuda:1", "-k", "uploads", "--replay", ONE_PIXEL % "uploads"
+    )
+    uploads.assert_outcomes(
+        passed=len(["error", "placement", "invariants", "reference", "cross_device", "constant_upload"])
+    )
     out = uploads.stdout.str()
     assert "constant_upload (upload) in 1 cases" in out and "constant [8, 8] float32 (256 bytes)" in out
     assert "warnings summary" not in out  # aggregated at the end of the run, never one pytest warning per item
     verdicts = {r["check"]: r["verdict"] for r in records(project)}
     assert verdicts["placement"] == "pass" and verdicts["constant_upload"] == "warning"
-    gated = project.runpytest_inprocess(*QUICK, "--targets=vcuda:1", "-k", "uploads and constant_upload",
-                                         "--fail-on-warning", "--replay", ONE_PIXEL % "uploads")
+    gated = project.runpytest_inprocess(
+        *QUICK,
+        "--targets=vcuda:1",
+        "-k",
+        "uploads and constant_upload",
+        "--fail-on-warning",
+        "--replay",
+        ONE_PIXEL % "uploads",
+    )
     gated.assert_outcomes(failed=1)
     assert "fails the gate under --fail-on-warning" in gated.stdout.str()
     # the image itself going to the host is still an image copy, even of a 1x1 image
-    trips = project.runpytest_inprocess(*QUICK, "--targets=vcuda:1", "-k", "round_trips and placement",
-                                         "--replay", ONE_PIXEL % "round_trips")
+    trips = project.runpytest_inprocess(
+        *QUICK, "--targets=vcuda:1", "-k", "round_trips and placement", "--replay", ONE_PIXEL % "round_trips"
+    )
     trips.assert_outcomes(failed=1)
     assert "copy of data derived from the input image" in trips.stdout.str()
 
 
-HANGING = '''
+HANGING = """
 import time
 import torch
 from planted_ops import *
@@ -303,14 +328,16 @@ from hypothesis import strategies as st
 test_hangs = spec("hangs", "hang", Exception).test()
 test_wrong_class = spec("wrong_class", "type", ValueError).test()
 test_right_class = spec("right_class", "value", ValueError).test()
-'''
+"""
 
 
 def test_a_hang_or_the_wrong_exception_does_not_satisfy_an_error_mode(project):
     project.makepyfile(test_cases=HANGING)
     result = project.runpytest_inprocess(*QUICK, "--max-examples=2", "--targets=cpu", "--case-timeout=0.3")
-    assert failed_ids(result) == {"test_cases.py::test_hangs[cpu-float32-bad-error]",
-                                  "test_cases.py::test_wrong_class[cpu-float32-bad-error]"}
+    assert failed_ids(result) == {
+        "test_cases.py::test_hangs[cpu-float32-bad-error]",
+        "test_cases.py::test_wrong_class[cpu-float32-bad-error]",
+    }
     out = result.stdout.str()
     assert "ran longer than the per-case limit" in out and "a hang is not the expected Exception" in out
     assert "raised TypeError; expected ValueError" in out

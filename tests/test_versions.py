@@ -1,5 +1,6 @@
 """Versions come from the imported module, not from pip's metadata: skips, known-issue ranges and the
 header all use what actually runs."""
+
 import subprocess
 import sys
 import textwrap
@@ -24,8 +25,9 @@ def test_the_imported_version_wins_over_the_metadata_and_a_mismatch_is_flagged(t
         print(versions.missing("op", ("fakepkg.nothing_here",)))
         print(versions.installed("torch").mismatch)  # 2.15.0+cu132 vs 2.15.0: a local label, not another release
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(tmp_path), "PATH": ""})
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env={"PYTHONPATH": str(tmp_path), "PATH": ""}
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "2.0 1.0 True True"
@@ -38,13 +40,21 @@ def test_the_imported_version_wins_over_the_metadata_and_a_mismatch_is_flagged(t
 def test_the_header_names_imported_versions_files_and_disagreements():
     from conformance.devices.environment import header_lines
 
-    env = {"packages": {"torch": "2.15.0+cu132", "kornia": "0.7.3"}, "cuda": {"compiled_with": None},
-           "cpu_capability": "AVX2", "tf32": {}, "targets": [],
-           "imported": {"torch": {"version": "2.15.0+cu132", "file": "/site/torch/__init__.py", "metadata": "2.15.0"},
-                        "kornia": {"version": "0.7.3", "file": "/old/kornia/__init__.py", "metadata": "0.9.0"}}}
+    env = {
+        "packages": {"torch": "2.15.0+cu132", "kornia": "0.7.3"},
+        "cuda": {"compiled_with": None},
+        "cpu_capability": "AVX2",
+        "tf32": {},
+        "targets": [],
+        "imported": {
+            "torch": {"version": "2.15.0+cu132", "file": "/site/torch/__init__.py", "metadata": "2.15.0"},
+            "kornia": {"version": "0.7.3", "file": "/old/kornia/__init__.py", "metadata": "0.9.0"},
+        },
+    }
     lines = header_lines(env)
     assert "conformance: torch-2.15.0+cu132 kornia-0.7.3" in lines
     assert "conformance: imported from torch /site/torch, kornia /old/kornia" in lines
     warnings = [line for line in lines if "warning" in line]
-    assert warnings == ["conformance: warning: kornia imports as 0.7.3 from /old/kornia/__init__.py, but pip's "
-                        "metadata says 0.9.0"]
+    assert warnings == [
+        "conformance: warning: kornia imports as 0.7.3 from /old/kornia/__init__.py, but pip's metadata says 0.9.0"
+    ]

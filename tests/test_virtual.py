@@ -1,4 +1,5 @@
 """Virtual devices follow PyTorch's device rules on real values, and leave no trace behind."""
+
 import pytest
 import torch
 
@@ -13,9 +14,14 @@ CUDA1 = torch.device("cuda:1")
 
 
 def cuda_answers():
-    return (torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.current_device
-            if not torch.cuda.is_available() else torch.cuda.current_device(),
-            torch.cuda.current_stream, torch._C._only_lift_cpu_tensors(), torch.backends.cudnn.enabled)
+    return (
+        torch.cuda.is_available(),
+        torch.cuda.device_count(),
+        torch.cuda.current_device if not torch.cuda.is_available() else torch.cuda.current_device(),
+        torch.cuda.current_stream,
+        torch._C._only_lift_cpu_tensors(),
+        torch.backends.cudnn.enabled,
+    )
 
 
 @pytest.fixture
@@ -36,8 +42,13 @@ def test_a_virtual_tensor_reports_the_device_and_keeps_real_values(image):
 
 
 def test_mixing_devices_raises_the_same_error_as_cuda(image):
-    with virtual_cuda(2), pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, "
-                                                            "but found at least two devices, cuda:1 and cpu!"):
+    with (
+        virtual_cuda(2),
+        pytest.raises(
+            RuntimeError,
+            match="Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cpu!",
+        ),
+    ):
         image + torch.ones(4)
     with virtual_cuda(2), pytest.raises(DeviceMixError, match="cuda:0 and cuda:1"):
         image + to_virtual(torch.ones(4), torch.device("cuda:0"))
@@ -84,8 +95,11 @@ def test_host_transfers_and_scalar_reads_are_logged(image):
         image[0] = torch.zeros(3, 4)  # an implicit host -> device copy
         float(image.sum())
         image.tolist()
-    assert [(t.direction, t.shape) for t in log.transfers] == [("to_host", (2, 3, 4)), ("to_device", (3, 4)),
-                                                                ("to_host", (2, 3, 4))]
+    assert [(t.direction, t.shape) for t in log.transfers] == [
+        ("to_host", (2, 3, 4)),
+        ("to_device", (3, 4)),
+        ("to_host", (2, 3, 4)),
+    ]
     assert log.scalar_reads == 1
 
 
@@ -103,14 +117,13 @@ def test_device_only_kernels_are_not_emulatable():
 
 def test_torch_cuda_answers_as_before_after_a_case_even_when_the_op_raised(image):
     before = cuda_answers()
-    with pytest.raises(DeviceMixError):
-        with virtual_cuda(2):
-            assert torch.cuda.is_available() and torch.cuda.device_count() >= 2
-            with virtual_cuda(2):  # re-entrant: the inner exit restores nothing yet
-                pass
-            assert torch.cuda.is_available()
-            torch.cuda.set_device(1)
-            image + torch.ones(4)
+    with pytest.raises(DeviceMixError), virtual_cuda(2):
+        assert torch.cuda.is_available() and torch.cuda.device_count() >= 2
+        with virtual_cuda(2):  # re-entrant: the inner exit restores nothing yet
+            pass
+        assert torch.cuda.is_available()
+        torch.cuda.set_device(1)
+        image + torch.ones(4)
     assert cuda_answers() == before
     if not torch.cuda.is_available():
         with pytest.raises((RuntimeError, AssertionError)):
@@ -157,10 +170,10 @@ def test_a_timeout_in_the_restore_window_cannot_leave_torch_cuda_patched(monkeyp
     import time
 
     from conformance.devices import calls
-    from conformance.spec.recipes import Case, Recipe
     from conformance.devices.targets import virtual_targets
-    from tests.planted_ops import make_spec
     from conformance.devices.virtual import facade
+    from conformance.spec.recipes import Case, Recipe
+    from tests.planted_ops import make_spec
 
     original, restore = torch.cuda.is_available, facade._unpatch
 
@@ -169,8 +182,13 @@ def test_a_timeout_in_the_restore_window_cannot_leave_torch_cuda_patched(monkeyp
         restore()
 
     monkeypatch.setattr(facade, "_unpatch", slow_restore)
-    run = calls.run_op(make_spec("plus_one", lambda x, p: x + 1), torch.zeros(1, 3, 4, 4),
-                       Case("plus_one", Recipe(4, 4, batch=(1,))), virtual_targets(2)[1], timeout_s=0.05)
+    run = calls.run_op(
+        make_spec("plus_one", lambda x, p: x + 1),
+        torch.zeros(1, 3, 4, 4),
+        Case("plus_one", Recipe(4, 4, batch=(1,))),
+        virtual_targets(2)[1],
+        timeout_s=0.05,
+    )
     assert torch.cuda.is_available is original
     assert run.error is None and not run.timed_out
 
@@ -201,16 +219,20 @@ def test_torch_cuda_calls_the_facade_does_not_answer_are_not_emulatable(name):
 
 def test_an_op_asking_an_unanswered_torch_cuda_question_is_skipped_not_failed():
     from conformance.devices import calls
-    from conformance.spec.recipes import Case, Recipe
     from conformance.devices.targets import virtual_targets
+    from conformance.spec.recipes import Case, Recipe
     from tests.planted_ops import make_spec
 
     def capability_dependent(x, params):
         major, _ = torch.cuda.get_device_capability(x.device)
         return x * major
 
-    run = calls.run_op(make_spec("cap", capability_dependent), torch.zeros(1, 3, 4, 4),
-                       Case("cap", Recipe(4, 4, batch=(1,))), virtual_targets(2)[1])
+    run = calls.run_op(
+        make_spec("cap", capability_dependent),
+        torch.zeros(1, 3, 4, 4),
+        Case("cap", Recipe(4, 4, batch=(1,))),
+        virtual_targets(2)[1],
+    )
     assert run.error is None and "get_device_capability" in run.not_emulatable
 
 

@@ -1,6 +1,7 @@
 """Real torchvision and kornia ops run on vcuda:1 without false placement findings,
 and give the cpu's values (a virtual device runs the cpu kernels).  Resize, whose uint8 path
 does differ by device, is covered by the suite in cases/."""
+
 import kornia
 import pytest
 import torch
@@ -28,15 +29,20 @@ FUNCTIONS = {
     "tv.adjust_hue": lambda x: F.adjust_hue(x, 0.1),
     "tv.gaussian_blur": lambda x: F.gaussian_blur(x, [5, 5], [1.5, 1.5]),
     "tv.affine": lambda x: F.affine(x, angle=10.0, translate=[2, 1], scale=1.1, shear=[5.0, 0.0]),
-    "tv.perspective": lambda x: F.perspective(x, [[0, 0], [18, 0], [18, 16], [0, 16]], [[1, 1], [17, 0], [18, 15], [0, 16]]),
+    "tv.perspective": lambda x: F.perspective(
+        x, [[0, 0], [18, 0], [18, 16], [0, 16]], [[1, 1], [17, 0], [18, 15], [0, 16]]
+    ),
     "tv.equalize": lambda x: F.equalize(uint8(x)),
-    "kornia.normalize": lambda x: kornia.enhance.normalize(x, torch.tensor(MEAN, device=x.device),
-                                                           torch.tensor(STD, device=x.device)),
+    "kornia.normalize": lambda x: kornia.enhance.normalize(
+        x, torch.tensor(MEAN, device=x.device), torch.tensor(STD, device=x.device)
+    ),
     "kornia.gaussian_blur2d": lambda x: kornia.filters.gaussian_blur2d(x, (5, 5), (1.5, 1.5)),
     "kornia.jpeg_codec_differentiable": lambda x: kornia.enhance.jpeg_codec_differentiable(
-        x[..., :16, :16], torch.tensor([50.0], device=x.device)),
+        x[..., :16, :16], torch.tensor([50.0], device=x.device)
+    ),
     "kornia.warp_affine": lambda x: kornia.geometry.transform.warp_affine(
-        x, torch.eye(2, 3, device=x.device).expand(2, 2, 3), (17, 19)),
+        x, torch.eye(2, 3, device=x.device).expand(2, 2, 3), (17, 19)
+    ),
 }
 MODULES = {
     "kornia.RandomPlanckianJitter-blackbody": lambda: kornia.augmentation.RandomPlanckianJitter("blackbody", p=1.0),

@@ -18,6 +18,7 @@ is the cross-library measurement the reference outcome carries; `evidence` what 
 Adding a check is one module here with one `register(Check(...))` call: every module of this package is
 imported below, so its checks are registered before any item is made.
 """
+
 import importlib
 import pkgutil
 

@@ -2,6 +2,7 @@
 build (`run --baseline DIR`).  Beyond the variant's cross-device tolerance it fails; a bit-level
 change inside it is a warning that names its size; identical digests pass.  Also what every
 run with recorded outputs writes for each case and target (`output_record`)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -56,22 +57,46 @@ def check_baseline(ctx: CaseContext) -> CheckOutcome | None:
         return None  # not in the baseline's case set: listed by `compare`, nothing to judge here
     array, error = current_output(ctx)
     tolerance = build_tolerance(ctx)
-    now = Recorded(key, digest(array) if array is not None else None, error,
-                   tuple(array.shape) if array is not None else None,
-                   array.dtype.str if array is not None else None, None, None, None)
+    now = Recorded(
+        key,
+        digest(array) if array is not None else None,
+        error,
+        tuple(array.shape) if array is not None else None,
+        array.dtype.str if array is not None else None,
+        None,
+        None,
+        None,
+    )
     before_array = baseline.reader.load(before) if before.error is None and before.digest != now.digest else None
     change = compare_one(key, before, now, before_array, array, tolerance)
     if change is None:
         return CheckOutcome("baseline", True, tolerance=tolerance, against="baseline")
     cause = {"changed": "values", "error_changed": "error", "bit_level": "bit_level"}[change.severity]
-    return CheckOutcome("baseline", False, f"since the baseline: {change.message}", metrics=change.metrics,
-                        tolerance=tolerance, cause=cause, against="baseline",
-                        warning=change.severity == "bit_level")
+    return CheckOutcome(
+        "baseline",
+        False,
+        f"since the baseline: {change.message}",
+        metrics=change.metrics,
+        tolerance=tolerance,
+        cause=cause,
+        against="baseline",
+        warning=change.severity == "bit_level",
+    )
 
 
-register(Check("baseline", 100, "baseline", "the output vs the same case's output recorded by another build "
-               "(--baseline): beyond the cross-device tolerance fails; a change inside it is a warning with its size",
-               valid_inputs, check_baseline, option="baseline", output_only=True))
+register(
+    Check(
+        "baseline",
+        100,
+        "baseline",
+        "the output vs the same case's output recorded by another build "
+        "(--baseline): beyond the cross-device tolerance fails; a change inside it is a warning with its size",
+        valid_inputs,
+        check_baseline,
+        option="baseline",
+        output_only=True,
+    )
+)
 
 
 def baseline_array(ctx: CaseContext) -> np.ndarray | None:

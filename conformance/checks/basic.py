@@ -1,5 +1,6 @@
 """The `error` and `invariants` checks: did the op raise (or raise what it must), and did it keep
 dtype, shape, memory format and device, and leave its input alone."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,34 +31,67 @@ def _expected_error(ctx: CaseContext) -> CheckOutcome:
     details: dict[str, Any] = {"raised": run.raised, "expected": expected.describe()}
     invalid = f"for an invalid input ({expected.why})"
     if run.timed_out:
-        return CheckOutcome("error", False, f"{run.error}: a hang is not the expected {expected.describe()}",
-                            traceback=run.error_text, details=details, cause="timeout", against="expected error")
+        return CheckOutcome(
+            "error",
+            False,
+            f"{run.error}: a hang is not the expected {expected.describe()}",
+            traceback=run.error_text,
+            details=details,
+            cause="timeout",
+            against="expected error",
+        )
     if run.error is None:
-        return CheckOutcome("error", False, f"returned a result {invalid}; expected {expected.describe()}",
-                            details=details, cause="returned", against="expected error")
+        return CheckOutcome(
+            "error",
+            False,
+            f"returned a result {invalid}; expected {expected.describe()}",
+            details=details,
+            cause="returned",
+            against="expected error",
+        )
     if run.mixed_devices:
-        return CheckOutcome("error", False, f"mixed devices instead of rejecting the input {invalid}: {run.error}",
-                            traceback=run.error_text, details=details, cause="mixed devices", against="expected error")
+        return CheckOutcome(
+            "error",
+            False,
+            f"mixed devices instead of rejecting the input {invalid}: {run.error}",
+            traceback=run.error_text,
+            details=details,
+            cause="mixed devices",
+            against="expected error",
+        )
     assert run.error_type is not None
     problem = expected.problem(run.error_type, run.error_message)
     if problem is not None:
-        return CheckOutcome("error", False, f"{problem} {invalid}: {run.error}", traceback=run.error_text,
-                            details=details, cause="class", against="expected error")
+        return CheckOutcome(
+            "error",
+            False,
+            f"{problem} {invalid}: {run.error}",
+            traceback=run.error_text,
+            details=details,
+            cause="class",
+            against="expected error",
+        )
     cpu = ctx.cpu
     if cpu is not None:
         details["cpu_raised"] = cpu.run.raised
         if cpu.run.raised != run.raised:
             what = f"raised {cpu.run.raised}" if cpu.run.raised else "returned a result"
-            return CheckOutcome("error", False, f"raised {run.raised} on {ctx.target.name} but the cpu {what} "
-                                f"{invalid}: {run.error}", traceback=run.error_text, details=details,
-                                cause="differs from the cpu", against="cpu")
+            return CheckOutcome(
+                "error",
+                False,
+                f"raised {run.raised} on {ctx.target.name} but the cpu {what} {invalid}: {run.error}",
+                traceback=run.error_text,
+                details=details,
+                cause="differs from the cpu",
+                against="cpu",
+            )
     return CheckOutcome("error", True, f"raises {run.error}", details=details, against="expected error")
 
 
 def _dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """Whether sizes/strides describe a row-major dense layout (size-1 dims may have any stride)."""
     expected = 1
-    for size, stride in zip(reversed(shape), reversed(strides)):
+    for size, stride in zip(reversed(shape), reversed(strides), strict=False):
         if size != 1 and stride != expected:
             return False
         expected *= size
@@ -97,8 +131,9 @@ def check_invariants(ctx: CaseContext) -> CheckOutcome | None:
         return None
     output, tensor_in = run.output, ctx.tensor_in
     if not isinstance(output, torch.Tensor):
-        return CheckOutcome("invariants", False, f"returned {type(output).__name__}, expected a torch.Tensor",
-                            cause="type")
+        return CheckOutcome(
+            "invariants", False, f"returned {type(output).__name__}, expected a torch.Tensor", cause="type"
+        )
     problems: list[tuple[str, str]] = []
     expected_dtype = DTYPES[ctx.output_dtype]
     if output.dtype != expected_dtype:
@@ -108,8 +143,12 @@ def check_invariants(ctx: CaseContext) -> CheckOutcome | None:
     keep_format = spec.keeps_memory_format and spec.read_output is None and not spec.host_output
     kept = memory_formats(tensor_in)  # a strided (non-dense) input has no format to keep
     if kept and keep_format and not kept & memory_formats(output) and not _view_of(output, tensor_in):
-        problems.append(("memory format", f"memory format: input is {' or '.join(sorted(kept))}, "
-                                          f"output strides {tuple(output.stride())} are not"))
+        problems.append(
+            (
+                "memory format",
+                f"memory format: input is {' or '.join(sorted(kept))}, output strides {tuple(output.stride())} are not",
+            )
+        )
     after = host_tensor(tensor_in)
     source = ctx.source
     if not torch.equal(after, source.dense):  # inputs hold no NaN, so equal values mean untouched
@@ -117,13 +156,31 @@ def check_invariants(ctx: CaseContext) -> CheckOutcome | None:
         changed = ~((after64 == before) | (np.isnan(after64) & np.isnan(before)))
         if changed.any():
             where = tuple(int(i) for i in np.argwhere(changed)[0])
-            problems.append(("input mutated",
-                             f"input mutated: {int(changed.sum())} elements changed, first at {list(where)}"))
+            problems.append(
+                ("input mutated", f"input mutated: {int(changed.sum())} elements changed, first at {list(where)}")
+            )
     return failed("invariants", problems)
 
 
-register(Check("error", 10, "expected error", "the op raised; in an error mode: it did not raise the named class "
-               "(a hang or a device-mixing error never counts), or raised another class than on the cpu",
-               always, check_error, output_only=True))
-register(Check("invariants", 30, "input", "output not a tensor, wrong dtype or shape, layout not kept, input mutated",
-               valid_inputs, check_invariants))
+register(
+    Check(
+        "error",
+        10,
+        "expected error",
+        "the op raised; in an error mode: it did not raise the named class "
+        "(a hang or a device-mixing error never counts), or raised another class than on the cpu",
+        always,
+        check_error,
+        output_only=True,
+    )
+)
+register(
+    Check(
+        "invariants",
+        30,
+        "input",
+        "output not a tensor, wrong dtype or shape, layout not kept, input mutated",
+        valid_inputs,
+        check_invariants,
+    )
+)

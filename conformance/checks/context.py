@@ -6,6 +6,7 @@ cpu's context of the same case for an accelerator, the tolerance book and the ba
 checks only read it; what they derive from it (the output in float64) is computed once, on first use,
 and their outcomes are kept on it (`outcomes`), so the items of one case's checks share the work.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -104,9 +105,19 @@ NO_PEERS: tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]] = ({}, {})
 class CaseContext:
     """One case on one target, with the op already run there."""
 
-    def __init__(self, inputs: CaseInputs, target: Target, mode: str, tensor_in: torch.Tensor | None, run: OpRun,
-                 *, cpu: CaseContext | None = None, tolerances: Tolerances | None = None,
-                 baseline: BaselineOutputs | None = None, timeout_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        inputs: CaseInputs,
+        target: Target,
+        mode: str,
+        tensor_in: torch.Tensor | None,
+        run: OpRun,
+        *,
+        cpu: CaseContext | None = None,
+        tolerances: Tolerances | None = None,
+        baseline: BaselineOutputs | None = None,
+        timeout_s: float = 0.0,
+    ) -> None:
         self.inputs, self.target, self.mode = inputs, target, mode
         self.spec, self.case, self.source, self.sampled = inputs.spec, inputs.case, inputs.source, inputs.sampled
         self._tensor_in = tensor_in  # the op's own input on the target (None: it could not be allocated)

@@ -1,6 +1,7 @@
 """The device checks: `placement` (where the output and the image data went), `unmoved` (what a module
 left on the cpu promises), `sampling` (a random module's own sampler on the target) and
 `constant_upload` (the op copies its own constants to the device on every call: a lesser finding)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -8,14 +9,21 @@ from typing import Any
 import torch
 
 from conformance.checks.context import CaseContext
-from conformance.checks.registry import (Check, CheckOutcome, compare_check, failed, on_accelerator, register,
-                                         valid_inputs)
+from conformance.checks.registry import (
+    Check,
+    CheckOutcome,
+    compare_check,
+    failed,
+    on_accelerator,
+    register,
+    valid_inputs,
+)
 from conformance.devices.calls import run_op, sample_on
 from conformance.devices.placement import PlacementLog
 from conformance.devices.runs import OpRun
+from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec
-from conformance.devices.targets import Target
 from conformance.spec.recipes import to_float64
 
 
@@ -29,15 +37,25 @@ def _device_problems(ctx: CaseContext, run: OpRun, log: PlacementLog | None, how
     expected = torch.device("cpu") if spec.host_output else ctx.tensor_in.device
     device = getattr(run.output, "device", None)
     if isinstance(run.output, torch.Tensor) and device != expected:
-        problems.append(("output device", f"{how}output on {device}, input on {ctx.tensor_in.device}"
-                         + (" (this op's output belongs on the host)" if spec.host_output else "")))
+        problems.append(
+            (
+                "output device",
+                f"{how}output on {device}, input on {ctx.tensor_in.device}"
+                + (" (this op's output belongs on the host)" if spec.host_output else ""),
+            )
+        )
     if log is not None:
         problems += [("left behind", f"{how}uses {name} ({use})") for name, use in log.used.items()]
         planes = [p for p in (_plane(ctx.tensor_in), _plane(run.output)) if p is not None]
         if not (spec.host_transfers or spec.host_output) and planes:
-            problems += [("image copy", f"{how}implicit {t.describe()}: the image left the device inside the call "
-                                        f"(declare host_transfers on the spec if the op needs it)")
-                         for t in log.image_copies(min(planes))]
+            problems += [
+                (
+                    "image copy",
+                    f"{how}implicit {t.describe()}: the image left the device inside the call "
+                    f"(declare host_transfers on the spec if the op needs it)",
+                )
+                for t in log.image_copies(min(planes))
+            ]
     return problems
 
 
@@ -71,12 +89,20 @@ def _unmoved_behaviour(ctx: CaseContext, run: OpRun) -> tuple[str, str]:
     if output.device != expected:
         return f"returns its output on {output.device}", f"the input is on {expected}"
     if (output.shape, output.dtype) != (moved.shape, moved.dtype):
-        return "returns another shape or dtype", f"{list(output.shape)} {output.dtype}, moved: {list(moved.shape)} " \
-                                                 f"{moved.dtype}"
+        return (
+            "returns another shape or dtype",
+            f"{list(output.shape)} {output.dtype}, moved: {list(moved.shape)} {moved.dtype}",
+        )
     if ctx.spec.module is not None and ctx.spec.module.sample is None:  # deterministic: values must agree too
         assert ctx.output64 is not None
-        compared = compare_check("unmoved", to_float64(host_tensor(output)), ctx.output64,
-                                 ctx.tolerance("cross_device"), ctx.output_dtype, "the moved module's output")
+        compared = compare_check(
+            "unmoved",
+            to_float64(host_tensor(output)),
+            ctx.output64,
+            ctx.tolerance("cross_device"),
+            ctx.output_dtype,
+            "the moved module's output",
+        )
         if not compared.passed:
             return "returns other values", compared.message
     return "works", ""
@@ -87,8 +113,9 @@ def check_unmoved(ctx: CaseContext) -> CheckOutcome | None:
     (its own sampling, no `.to()`): it must keep the spec's promise."""
     if ctx.run.error is not None or ctx.spec.module is None:
         return None  # the moved module already fails: nothing to compare with
-    run = run_op(ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, None, move_module=False,
-                 timeout_s=ctx.timeout_s)
+    run = run_op(
+        ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, None, move_module=False, timeout_s=ctx.timeout_s
+    )
     if run.not_emulatable is not None or run.resource is not None:
         return None
     promise = ctx.spec.module.unmoved
@@ -97,11 +124,19 @@ def check_unmoved(ctx: CaseContext) -> CheckOutcome | None:
     kept = behaviour == "works" or (promise == "device-error" and behaviour == "raises a device error")
     where = f"left on the cpu with a {ctx.target.device} input"
     if kept:
-        return CheckOutcome("unmoved", True, f"{where}: {behaviour}", details=details, behaviour=behaviour,
-                            against="promise")
-    return CheckOutcome("unmoved", False, f"promises to {PROMISES[promise]} when left on the cpu, but {behaviour} "
-                        f"({where}): {detail}".rstrip(": "), traceback=run.error_text, details=details,
-                        behaviour=behaviour, cause=behaviour, against="promise")
+        return CheckOutcome(
+            "unmoved", True, f"{where}: {behaviour}", details=details, behaviour=behaviour, against="promise"
+        )
+    return CheckOutcome(
+        "unmoved",
+        False,
+        f"promises to {PROMISES[promise]} when left on the cpu, but {behaviour} ({where}): {detail}".rstrip(": "),
+        traceback=run.error_text,
+        details=details,
+        behaviour=behaviour,
+        cause=behaviour,
+        against="promise",
+    )
 
 
 def _compare_sample(ctx: CaseContext, params: dict[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
@@ -110,22 +145,34 @@ def _compare_sample(ctx: CaseContext, params: dict[str, Any]) -> tuple[list[tupl
     problems, devices = [], {}
     reference = ctx.sampled or {}
     if set(params) != set(reference):
-        problems.append(("parameters differ", f"its sampler returns keys {sorted(params)}, on the cpu {sorted(reference)}"))
+        problems.append(
+            ("parameters differ", f"its sampler returns keys {sorted(params)}, on the cpu {sorted(reference)}")
+        )
     for key in sorted(set(params) & set(reference)):
         mine, theirs = params[key], reference[key]
         if isinstance(mine, torch.Tensor):
             devices[key] = str(mine.device)
             if isinstance(theirs, torch.Tensor) and (mine.shape, mine.dtype) != (theirs.shape, theirs.dtype):
-                problems.append(("parameters differ", f"parameter {key!r} is {list(mine.shape)} {mine.dtype}, on the "
-                                                      f"cpu {list(theirs.shape)} {theirs.dtype}"))
+                problems.append(
+                    (
+                        "parameters differ",
+                        f"parameter {key!r} is {list(mine.shape)} {mine.dtype}, on the "
+                        f"cpu {list(theirs.shape)} {theirs.dtype}",
+                    )
+                )
     bounds = ctx.spec.module.bounds(dict(ctx.case.params)) if ctx.spec.module and ctx.spec.module.bounds else {}
     for key, (low, high) in bounds.items():
         value = params.get(key)
         if isinstance(value, torch.Tensor) and value.numel():
             values = to_float64(host_tensor(value))
             if not (values.min() >= low and values.max() <= high):
-                problems.append(("out of range", f"parameter {key!r} ranges {values.min():g}..{values.max():g}, "
-                                                 f"outside its documented {low:g}..{high:g}"))
+                problems.append(
+                    (
+                        "out of range",
+                        f"parameter {key!r} ranges {values.min():g}..{values.max():g}, "
+                        f"outside its documented {low:g}..{high:g}",
+                    )
+                )
     return problems, devices
 
 
@@ -139,8 +186,12 @@ def check_sampling(ctx: CaseContext) -> CheckOutcome | None:
     if sampling.not_emulatable is not None:
         return None
     if sampling.error is not None:
-        problems.append(("sampler raises", f"its sampler, run on {target.name} with the module moved there, "
-                                           f"raises {sampling.error}"))
+        problems.append(
+            (
+                "sampler raises",
+                f"its sampler, run on {target.name} with the module moved there, raises {sampling.error}",
+            )
+        )
     elif sampling.params is not None:
         found, details["parameter_devices"] = _compare_sample(ctx, sampling.params)
         problems += found
@@ -153,10 +204,18 @@ def check_sampling(ctx: CaseContext) -> CheckOutcome | None:
     else:
         problems += [(f"own sampling: {cause}", text) for cause, text in _device_problems(ctx, run, run.log, how)]
         moved = ctx.run.output
-        if isinstance(run.output, torch.Tensor) and isinstance(moved, torch.Tensor) \
-                and (run.output.shape, run.output.dtype) != (moved.shape, moved.dtype):
-            problems.append(("own sampling: shape", f"{how}returns {list(run.output.shape)} {run.output.dtype}, with "
-                                                    f"replayed parameters {list(moved.shape)} {moved.dtype}"))
+        if (
+            isinstance(run.output, torch.Tensor)
+            and isinstance(moved, torch.Tensor)
+            and (run.output.shape, run.output.dtype) != (moved.shape, moved.dtype)
+        ):
+            problems.append(
+                (
+                    "own sampling: shape",
+                    f"{how}returns {list(run.output.shape)} {run.output.dtype}, with "
+                    f"replayed parameters {list(moved.shape)} {moved.dtype}",
+                )
+            )
     if run.log is not None:
         details.update(run.log.to_dict())
     return failed("sampling", problems, details=details or None, traceback=run.error_text, against="cpu sample")
@@ -171,8 +230,14 @@ def check_constant_upload(ctx: CaseContext) -> CheckOutcome | None:
     uploads = run.log.constant_uploads()
     if not uploads:
         return CheckOutcome("constant_upload", True)
-    return CheckOutcome("constant_upload", False, "uploads on every call: " + "; ".join(t.describe() for t in uploads),
-                        details={"uploads": [t.to_dict() for t in uploads]}, cause="upload", warning=True)
+    return CheckOutcome(
+        "constant_upload",
+        False,
+        "uploads on every call: " + "; ".join(t.describe() for t in uploads),
+        details={"uploads": [t.to_dict() for t in uploads]},
+        cause="upload",
+        warning=True,
+    )
 
 
 def _module_op(spec: OpSpec, target: Target, mode: str) -> bool:
@@ -183,13 +248,48 @@ def _random_module(spec: OpSpec, target: Target, mode: str) -> bool:
     return spec.module is not None and spec.module.sample is not None and valid_inputs(spec, target, mode)
 
 
-register(Check("placement", 20, "input device", "output not on the input's device; on accelerators also device mixing, "
-               "image data copied between host and device, module tensors left behind by .to()",
-               valid_inputs, check_placement))
-register(Check("unmoved", 70, "promise", "a module left on the cpu, called with a device input, breaks its promise "
-               "(works, or raises a clear device error)", _module_op, check_unmoved))
-register(Check("sampling", 80, "cpu sample", "a random module's own sampling on the target (module moved there): its "
-               "parameters' keys, shapes, dtypes and ranges, and a call that draws its own parameters, under the "
-               "placement rules", _random_module, check_sampling))
-register(Check("constant_upload", 90, "host", "the op copies a constant of its own from the host on every call "
-               "(a warning: a cost, not a wrong answer)", on_accelerator, check_constant_upload, gating=False))
+register(
+    Check(
+        "placement",
+        20,
+        "input device",
+        "output not on the input's device; on accelerators also device mixing, "
+        "image data copied between host and device, module tensors left behind by .to()",
+        valid_inputs,
+        check_placement,
+    )
+)
+register(
+    Check(
+        "unmoved",
+        70,
+        "promise",
+        "a module left on the cpu, called with a device input, breaks its promise "
+        "(works, or raises a clear device error)",
+        _module_op,
+        check_unmoved,
+    )
+)
+register(
+    Check(
+        "sampling",
+        80,
+        "cpu sample",
+        "a random module's own sampling on the target (module moved there): its "
+        "parameters' keys, shapes, dtypes and ranges, and a call that draws its own parameters, under the "
+        "placement rules",
+        _random_module,
+        check_sampling,
+    )
+)
+register(
+    Check(
+        "constant_upload",
+        90,
+        "host",
+        "the op copies a constant of its own from the host on every call (a warning: a cost, not a wrong answer)",
+        on_accelerator,
+        check_constant_upload,
+        gating=False,
+    )
+)

@@ -1,5 +1,6 @@
 """What a failing case keeps for its report: the input, the reference, this target's output, the cpu's
 output beside it, and the baseline's output under --baseline, as float64 arrays."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -9,10 +9,11 @@ there, or is a known issue with its envelope).  The numbers ride on the referenc
 Each pair is measured once, by the later implementation of the two, on the same target (a host
 library's output is its cpu output); the run orders an operation's items so that the earlier
 outputs are still cached.  An implementation drawing cases of its own (other shapes than the
-others document) makes the others run its cases: that is done on the cpu only.  A pair whose calls mean different things, because a case
-left a keyword out and the two libraries document different defaults for it, is not compared:
-that is recorded as the reason.
+others document) makes the others run its cases: that is done on the cpu only.  A pair whose calls
+mean different things, because a case left a keyword out and the two libraries document different
+defaults for it, is not compared: that is recorded as the reason.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,7 @@ import numpy as np
 
 from conformance.checks.context import CaseContext
 from conformance.devices.targets import CPU, Target
-from conformance.spec.operations import OMIT
+from conformance.spec.implementations import OMIT
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import Case
 
@@ -92,10 +93,13 @@ def plan(ctx: CaseContext) -> tuple[dict[str, dict[str, Any]], dict[str, PeerCal
         if why is not None:
             entry["skipped"] = why
         elif theirs != mine:
-            entry["skipped"] = f"different defaults for a keyword left out ({_differing_defaults(mine or {}, theirs or {})})"
+            entry["skipped"] = (
+                f"different defaults for a keyword left out ({_differing_defaults(mine or {}, theirs or {})})"
+            )
         elif not member.shares_cases and target != CPU:
-            entry["skipped"] = ("draws cases of its own, which the other libraries do not run: compared with them "
-                                "on the cpu only")
+            entry["skipped"] = (
+                "draws cases of its own, which the other libraries do not run: compared with them on the cpu only"
+            )
         elif target.virtual and peer.needs_real_device:
             entry["skipped"] = f"not emulatable on a virtual device: {peer.needs_real_device}"
         else:
@@ -103,26 +107,31 @@ def plan(ctx: CaseContext) -> tuple[dict[str, dict[str, Any]], dict[str, PeerCal
     return entries, calls
 
 
-def measure(ctx: CaseContext, entries: dict[str, dict[str, Any]],
-            others: dict[str, CaseContext]) -> tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]]:
+def measure(
+    ctx: CaseContext, entries: dict[str, dict[str, Any]], others: dict[str, CaseContext]
+) -> tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]]:
     """How far this output is from each earlier implementation's (`others`: their contexts for the `plan`'s
     calls), or why not compared; and the outputs compared with (for the report's pictures of the worst case)."""
     found = {name: dict(entry) for name, entry in entries.items()}
     outputs: dict[str, np.ndarray] = {}
-    assert ctx.output64 is not None or not others
+    mine = ctx.output64
+    if mine is None:
+        return found, outputs
     for name, other in others.items():
         run = other.run
         problem = run.not_emulatable or run.resource or (f"raised {run.raised}" if run.error is not None else None)
         if problem is None and other.output64 is None:
             problem = "returned no tensor"
-        if problem is None and other.output64 is not None and other.output64.shape != ctx.output64.shape:
-            problem = f"shape {other.output64.shape} vs {ctx.output64.shape}"
+        if problem is None and other.output64 is not None and other.output64.shape != mine.shape:
+            problem = f"shape {other.output64.shape} vs {mine.shape}"
         if problem is not None or other.output64 is None:
             found[name]["skipped"] = problem
             continue
-        max_abs, mse = difference(ctx.output64, other.output64)
+        max_abs, mse = difference(mine, other.output64)
         peak = 255.0 if ctx.output_dtype == "uint8" else 1.0
-        found[name].update(max_abs=max_abs, psnr=math.inf if mse == 0 else 10 * math.log10(peak**2 / mse)
-                           if mse < math.inf else -math.inf)
+        found[name].update(
+            max_abs=max_abs,
+            psnr=math.inf if mse == 0 else 10 * math.log10(peak**2 / mse) if mse < math.inf else -math.inf,
+        )
         outputs[name] = other.output64
     return found, outputs

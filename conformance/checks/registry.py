@@ -8,6 +8,7 @@ Every applicable check becomes its own pytest item (`test_<op>[<target>-<dtype>-
 failing check never hides another and `-k placement` selects one.  Adding a check is one module with one
 `register(Check(...))` call, imported in conformance/checks/__init__.py.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -75,9 +76,13 @@ def register(check: Check) -> Check:
 def applicable(spec: OpSpec, target: Target, mode: str, options: frozenset[str] = frozenset()) -> list[Check]:
     """The checks that become items for this op, target and mode, in their order; `options`: what this run
     turned on (a check with an `option` is left out otherwise)."""
-    return [check for check in REGISTRY.values()
-            if (check.option is None or check.option in options) and (check.output_only or not target.out_of_process)
-            and check.applies(spec, target, mode)]
+    return [
+        check
+        for check in REGISTRY.values()
+        if (check.option is None or check.option in options)
+        and (check.output_only or not target.out_of_process)
+        and check.applies(spec, target, mode)
+    ]
 
 
 def value_checks() -> tuple[str, ...]:
@@ -119,20 +124,29 @@ def data_range(dtype: str) -> float:
     return 255.0 if dtype == "uint8" else 1.0
 
 
-def compare_check(check: str, actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance,
-                  dtype: str, against: str) -> CheckOutcome:
+def compare_check(
+    check: str, actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance, dtype: str, against: str
+) -> CheckOutcome:
     """`actual` against `expected` under `tolerance`, in float64."""
     if actual.shape != expected.shape:
-        return CheckOutcome(check, False, f"shape {actual.shape} cannot be compared with {against} {expected.shape}",
-                            tolerance=tolerance, cause="shape", against=against)
+        return CheckOutcome(
+            check,
+            False,
+            f"shape {actual.shape} cannot be compared with {against} {expected.shape}",
+            tolerance=tolerance,
+            cause="shape",
+            against=against,
+        )
     metrics = measure(actual, expected, tolerance, data_range(dtype))
     violations = tolerance.violations(metrics)
     if not violations:
         return CheckOutcome(check, True, metrics=metrics, tolerance=tolerance, against=against)
     worst = ""
     if metrics.worst_index is not None:
-        worst = (f"; worst at {list(metrics.worst_index)}: got {metrics.worst_actual:.6g}, "
-                 f"{against} {metrics.worst_expected:.6g}")
+        worst = (
+            f"; worst at {list(metrics.worst_index)}: got {metrics.worst_actual:.6g}, "
+            f"{against} {metrics.worst_expected:.6g}"
+        )
     message = f"vs {against}: " + "; ".join(violations) + worst + f" [tolerance {tolerance.name!r}]"
     return CheckOutcome(check, False, message, metrics=metrics, tolerance=tolerance, cause="values", against=against)
 

@@ -1,5 +1,6 @@
 """The value checks: `reference` (the float64 reference), `fidelity` (lossy ops, against the input)
 and `cross_device` (an accelerator against the cpu, saying which side diverges)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,8 +8,17 @@ from dataclasses import replace
 import numpy as np
 
 from conformance.checks.context import CaseContext
-from conformance.checks.registry import (Check, CheckOutcome, compare_check, compared_with_cpu, data_range, identical,
-                                         outcome, register, valid_inputs)
+from conformance.checks.registry import (
+    Check,
+    CheckOutcome,
+    compare_check,
+    compared_with_cpu,
+    data_range,
+    identical,
+    outcome,
+    register,
+    valid_inputs,
+)
 from conformance.spec.tolerances import Metrics
 
 
@@ -53,15 +63,22 @@ def check_fidelity(ctx: CaseContext) -> CheckOutcome | None:
     output64, input64 = ctx.output64, ctx.source.values
     assert output64 is not None
     if output64.shape != input64.shape:
-        return CheckOutcome("fidelity", False, f"output shape {output64.shape} differs from the input's "
-                            f"{input64.shape}", cause="shape")
+        return CheckOutcome(
+            "fidelity", False, f"output shape {output64.shape} differs from the input's {input64.shape}", cause="shape"
+        )
     peak = data_range(ctx.output_dtype)
     ours, theirs = psnr(output64, input64, peak), psnr(ctx.expected, input64, peak)
     details = {"psnr_vs_input": ours, "reference_psnr_vs_input": theirs, "margin_db": margin}
     if ours >= theirs - margin:
         return CheckOutcome("fidelity", True, details=details)
-    return CheckOutcome("fidelity", False, f"PSNR against the input {ours:.2f} dB, the reference's {theirs:.2f} dB: "
-                        f"more than {margin:g} dB worse ({reason})", details=details, cause="psnr")
+    return CheckOutcome(
+        "fidelity",
+        False,
+        f"PSNR against the input {ours:.2f} dB, the reference's {theirs:.2f} dB: "
+        f"more than {margin:g} dB worse ({reason})",
+        details=details,
+        cause="psnr",
+    )
 
 
 def _side(ctx: CaseContext) -> str:
@@ -88,8 +105,15 @@ def check_cross_device(ctx: CaseContext) -> CheckOutcome | None:
         return None
     tolerance = ctx.tolerance("cross_device")
     if cpu.run.error is not None:
-        found = CheckOutcome("cross_device", False, f"cpu raised {cpu.run.error}; {ctx.target.name} returned a result",
-                             traceback=cpu.run.error_text, tolerance=tolerance, cause="cpu raised", against="cpu")
+        found = CheckOutcome(
+            "cross_device",
+            False,
+            f"cpu raised {cpu.run.error}; {ctx.target.name} returned a result",
+            traceback=cpu.run.error_text,
+            tolerance=tolerance,
+            cause="cpu raised",
+            against="cpu",
+        )
     elif identical(ctx.output64, cpu.output64):
         assert ctx.output64 is not None
         return CheckOutcome("cross_device", True, metrics=Metrics.identical(ctx.output64.size), tolerance=tolerance)
@@ -101,20 +125,57 @@ def check_cross_device(ctx: CaseContext) -> CheckOutcome | None:
     side = _side(ctx)
     found.diverges = side
     if side == "cpu":
-        return replace(found, passed=True, cause="", message=f"{found.message}; {ctx.target.name} matches the "
-                       f"reference, the cpu does not: the divergence is the cpu's (see its reference or error check)")
-    where = {"both": "both the cpu and this target are off the reference",
-             "undetermined": "both are within the reference tolerance, yet farther apart than the cross-device one"}
+        return replace(
+            found,
+            passed=True,
+            cause="",
+            message=f"{found.message}; {ctx.target.name} matches the "
+            f"reference, the cpu does not: the divergence is the cpu's (see its reference or error check)",
+        )
+    where = {
+        "both": "both the cpu and this target are off the reference",
+        "undetermined": "both are within the reference tolerance, yet farther apart than the cross-device one",
+    }
     found.message += f"; {where.get(side, 'this target is off the reference, the cpu is not')}"
     found.cause = f"{found.cause}, {side if side in where else 'target'} diverges"
     return found
 
 
-register(Check("reference", 40, "reference", "output vs the independent float64 reference, under the op's tolerance",
-               valid_inputs, check_reference, output_only=True, judges_values=True, reads_peers=True))
-register(Check("fidelity", 50, "input", "lossy ops: PSNR against the input more than the op's margin below the "
-               "reference's", lambda spec, target, mode: spec.fidelity is not None and valid_inputs(spec, target, mode),
-               check_fidelity, output_only=True, judges_values=True))
-register(Check("cross_device", 60, "cpu", "an accelerator's output vs the cpu output for the same case (the side "
-               "that is off the reference carries the failure)", compared_with_cpu, check_cross_device,
-               output_only=True, judges_values=True))
+register(
+    Check(
+        "reference",
+        40,
+        "reference",
+        "output vs the independent float64 reference, under the op's tolerance",
+        valid_inputs,
+        check_reference,
+        output_only=True,
+        judges_values=True,
+        reads_peers=True,
+    )
+)
+register(
+    Check(
+        "fidelity",
+        50,
+        "input",
+        "lossy ops: PSNR against the input more than the op's margin below the reference's",
+        lambda spec, target, mode: spec.fidelity is not None and valid_inputs(spec, target, mode),
+        check_fidelity,
+        output_only=True,
+        judges_values=True,
+    )
+)
+register(
+    Check(
+        "cross_device",
+        60,
+        "cpu",
+        "an accelerator's output vs the cpu output for the same case (the side "
+        "that is off the reference carries the failure)",
+        compared_with_cpu,
+        check_cross_device,
+        output_only=True,
+        judges_values=True,
+    )
+)

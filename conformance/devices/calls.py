@@ -5,6 +5,7 @@ moved with `.to(target)` (what is left behind is noted), given the case's
 sampled random parameters, and called.  On accelerators the call runs with a
 `PlacementLog`.  An exception never escapes: it becomes text on the `OpRun`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,8 +72,9 @@ class Sampling:
 def sample_on(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, *, timeout_s: float = 0.0) -> Sampling:
     """`spec.module.sample` with the module moved to the target and the input there (seeded with the case)."""
     assert spec.module is not None and spec.module.sample is not None
-    found = Sampling(log=PlacementLog(target.device))
-    found.log.taint(tensor)
+    log = PlacementLog(target.device)
+    log.taint(tensor)
+    found = Sampling(log=log)
     try:
         with target.active():
             module = spec.module.build(dict(case.params))
@@ -90,8 +92,16 @@ def sample_on(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, *,
     return found
 
 
-def run_op(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampled: Sampled | None = None,
-           *, move_module: bool = True, timeout_s: float = 0.0) -> OpRun:
+def run_op(
+    spec: OpSpec,
+    tensor: torch.Tensor,
+    case: Case,
+    target: Target,
+    sampled: Sampled | None = None,
+    *,
+    move_module: bool = True,
+    timeout_s: float = 0.0,
+) -> OpRun:
     """Call the op on a target; with `move_module=False` a module op keeps its module on the cpu.
     A random module called without `sampled` draws its own parameters (seeded with the case).
     `timeout_s`: the per-call limit (--case-timeout; 0: none)."""
@@ -142,8 +152,16 @@ def _run_in_isa_worker(spec: OpSpec, case: Case, target: Target, sampled: Sample
     return run
 
 
-def _call(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sampled: Sampled | None,
-          move_module: bool, run: OpRun, timeout_s: float) -> None:
+def _call(
+    spec: OpSpec,
+    tensor: torch.Tensor,
+    case: Case,
+    target: Target,
+    sampled: Sampled | None,
+    move_module: bool,
+    run: OpRun,
+    timeout_s: float,
+) -> None:
     log = run.log
     try:
         module = None
@@ -155,10 +173,12 @@ def _call(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sample
                 if log is not None:
                     run.module_problems, log.watched = left_behind(module, target.device)
         with target.active(log), time_limit(timeout_s):  # the timer ends before the restore
-            if spec.module is not None:
-                output = spec.module.forward(module, tensor, dict(case.params),
-                                             None if sampled is None else on_target(sampled, target))
+            if spec.module is not None and module is not None:
+                output = spec.module.forward(
+                    module, tensor, dict(case.params), None if sampled is None else on_target(sampled, target)
+                )
             else:
+                assert spec.call is not None
                 output = spec.call(tensor, dict(case.params))
             target.synchronize()
         run.output = spec.read_output(output) if spec.read_output is not None else output
@@ -172,4 +192,3 @@ def _call(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, sample
         run.timed_out = True
     except Exception as exc:  # noqa: BLE001 - any op failure is an outcome
         run.fail(exc)
-

@@ -3,6 +3,7 @@
 Numerics differ by build and settings, so every run records them next to
 its outcomes, and the terminal header prints them.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,12 +13,13 @@ from typing import Any
 
 import torch
 
-from conformance import versions
 from conformance.devices.targets import Target
 from conformance.devices.torch_private import cuda_driver_version
+from conformance.spec import versions
+from conformance.spec.libraries import LIBRARIES
 
-PACKAGES = ("torch", "torchvision", "kornia", "hypothesis", "numpy", "Pillow", "pytest", "pytest-xdist")
-UNDER_TEST = ("torch", "torchvision", "kornia")  # their files are shown in the header
+PACKAGES = tuple(library.package for library in LIBRARIES)
+UNDER_TEST = tuple(library.package for library in LIBRARIES if library.under_test)  # files shown in the header
 
 
 def _tf32_settings() -> dict[str, Any]:
@@ -77,15 +79,21 @@ def header_lines(env: dict[str, Any]) -> list[str]:
     )
     tf32 = ", ".join(f"{k}={v}" for k, v in env["tf32"].items())
     imported = env.get("imported", {})
-    files = ", ".join(f"{name} {os.path.dirname(info['file'])}" for name in UNDER_TEST
-                      if (info := imported.get(name)) and info.get("file"))
+    files = ", ".join(
+        f"{name} {os.path.dirname(info['file'])}"
+        for name in UNDER_TEST
+        if (info := imported.get(name)) and info.get("file")
+    )
     lines = [
         f"conformance: {version_text}",
         f"conformance: imported from {files}" if files else "conformance: imported from (unknown)",
         f"conformance: {cuda_line}; cpu capability {env['cpu_capability']}; tf32: {tf32}",
         f"conformance targets: {targets}",
     ]
-    lines += [f"conformance: warning: {name} imports as {info['version']} from {info['file']}, but pip's metadata "
-              f"says {info['metadata']}" for name, info in imported.items()
-              if versions.Installed(name, info.get("version"), info.get("file"), info.get("metadata")).mismatch]
+    lines += [
+        f"conformance: warning: {name} imports as {info['version']} from {info['file']}, but pip's metadata "
+        f"says {info['metadata']}"
+        for name, info in imported.items()
+        if versions.Installed(name, info.get("version"), info.get("file"), info.get("metadata")).mismatch
+    ]
     return lines

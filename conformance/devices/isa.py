@@ -15,6 +15,7 @@ numpy arrays: both ends are this harness's own processes, talking over their own
 the answer.  `isa_feed` feeds a worker ahead of the items that need its outputs; `isa_worker` is the
 worker process (one per pytest process, or one per level shared by pytest-xdist's workers).
 """
+
 from __future__ import annotations
 
 import pickle
@@ -28,8 +29,13 @@ from typing import Any
 import numpy as np
 import torch
 
-ORDER = {"x86_64": ["default", "avx2", "avx512"], "AMD64": ["default", "avx2", "avx512"],
-         "aarch64": ["default", "sve256"], "arm64": ["default", "sve256"], "s390x": ["default", "zvector"]}
+ORDER = {
+    "x86_64": ["default", "avx2", "avx512"],
+    "AMD64": ["default", "avx2", "avx512"],
+    "aarch64": ["default", "sve256"],
+    "arm64": ["default", "sve256"],
+    "s390x": ["default", "zvector"],
+}
 ENV = "ATEN_CPU_CAPABILITY"
 HEADER = struct.Struct("<Q")
 
@@ -43,7 +49,7 @@ def lower_levels() -> list[str]:
     order = ORDER.get(platform.machine(), ["default"])
     if best not in order:
         return ["default"] if best != "default" else []
-    return order[:order.index(best)]
+    return order[: order.index(best)]
 
 
 # -- what crosses the pipe -------------------------------------------------------------------
@@ -113,7 +119,6 @@ class Answer:
     error_message: str = ""
     timed_out: bool = False
     unavailable: str | None = None  # this level cannot be run here (the worker could not start or refused it)
-
 
 
 def error_class(name: str | None) -> type[BaseException]:

@@ -4,8 +4,10 @@ connection to the one the xdist controller started for every worker to share (a 
 Both expose non-blocking file descriptors for the feed's pump (`read_fd`, `write_fd`), the worker's
 hello message, and how to end, wait for or kill it.
 """
+
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import socket
@@ -27,8 +29,14 @@ class OwnWorker:
     def __init__(self, level: str) -> None:
         env = dict(os.environ, **{ENV: level})
         env.pop("CONFORMANCE_TARGETS", None)
-        self.process = subprocess.Popen([sys.executable, "-m", "conformance.devices.isa_worker"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, env=env)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "conformance.devices.isa_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert self.process.stdout is not None and self.process.stdin is not None  # started with PIPE
+        self.stdin = self.process.stdin
         self.hello = receive(self.process.stdout)  # EOFError: it did not start
         self.read_fd, self.write_fd = self.process.stdout.fileno(), self.process.stdin.fileno()
         os.set_blocking(self.read_fd, False)
@@ -36,10 +44,8 @@ class OwnWorker:
 
     def end(self) -> None:
         """Tell it to finish (it exits when its pipe closes)."""
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            self.stdin.close()
 
     def wait(self) -> int:
         try:
@@ -88,6 +94,7 @@ class SharedWorker:
 
 def receive_from(connection: socket.socket) -> Any:
     """One message from a blocking socket."""
+
     def exactly(size: int) -> bytes:
         data = b""
         while len(data) < size:

@@ -7,8 +7,10 @@ process's own (started on first use), or, under pytest-xdist, one per level that
 for every worker to share (a Unix socket; `use_shared`), which saves a process's start-up per xdist
 worker and level.  If a shared worker goes away, this process carries on with a worker of its own.
 """
+
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import select
@@ -96,10 +98,8 @@ class IsaWorker:
         """Stop feeding and tell the worker to end; `join` waits for it."""
         with self._lock:
             self._closed = True
-        try:
+        with contextlib.suppress(BlockingIOError):
             os.write(self._wake_w, b"x")
-        except BlockingIOError:
-            pass
         if self._thread is not None:
             self._thread.join(timeout=15)
         if self._channel is not None:
@@ -123,8 +123,10 @@ class IsaWorker:
             self.unavailable = f"the {ENV}={self.level} worker did not start ({exc})"
             return None
         if str(channel.hello.get("capability", "")).lower() != self.level:
-            self.unavailable = (f"{ENV}={self.level} was not honoured: the worker runs with "
-                                f"{channel.hello.get('capability')!r} (torch {torch.__version__})")
+            self.unavailable = (
+                f"{ENV}={self.level} was not honoured: the worker runs with "
+                f"{channel.hello.get('capability')!r} (torch {torch.__version__})"
+            )
             channel.end()
             channel.wait()
             return None
@@ -148,11 +150,21 @@ class IsaWorker:
             lost = list(self._inflight)
             self._inflight.clear()
             if lost and not shared:
-                message = (f"the op ran longer than the per-case limit of {self.timeout_s:g} s plus {GRACE_S:g} s "
-                           f"in the {ENV}={self.level} worker, which was killed" if timed_out else
-                           f"the {ENV}={self.level} worker process {why} (exit {code})")
-                self._answer(lost[0], Answer(error=message, error_type="builtins:RuntimeError",
-                                             error_message=f"worker exit {code}", timed_out=timed_out))
+                message = (
+                    f"the op ran longer than the per-case limit of {self.timeout_s:g} s plus {GRACE_S:g} s "
+                    f"in the {ENV}={self.level} worker, which was killed"
+                    if timed_out
+                    else f"the {ENV}={self.level} worker process {why} (exit {code})"
+                )
+                self._answer(
+                    lost[0],
+                    Answer(
+                        error=message,
+                        error_type="builtins:RuntimeError",
+                        error_message=f"worker exit {code}",
+                        timed_out=timed_out,
+                    ),
+                )
                 lost = lost[1:]
             for key in reversed(lost):
                 self._pending.appendleft((key, frames[key]))
@@ -202,7 +214,7 @@ class IsaWorker:
                 continue
             if writable:
                 try:
-                    out = out[os.write(channel.write_fd, out):]
+                    out = out[os.write(channel.write_fd, out) :]
                 except BlockingIOError:
                     pass
                 except OSError:  # a broken pipe or socket: the worker is gone
@@ -225,7 +237,7 @@ class IsaWorker:
                     (size,) = HEADER.unpack_from(received)
                     if len(received) < HEADER.size + size:
                         break
-                    data, received = received[HEADER.size:HEADER.size + size], received[HEADER.size + size:]
+                    data, received = received[HEADER.size : HEADER.size + size], received[HEADER.size + size :]
                     answer = Answer(**tensors(pickle.loads(data)))
                     with self._lock:
                         key = self._inflight.popleft()

@@ -6,6 +6,7 @@ Two ways to run it: on its stdin/stdout for one pytest process (it ends when tha
 pipe), or, with `--listen PATH`, as a server on a Unix socket that the xdist controller starts once per
 level for all its workers to share (it serves their requests in the order they arrive, and ends when the
 controller closes its stdin)."""
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,12 @@ def answer(request: dict[str, Any], cache: dict[tuple[str, str], Any]) -> dict[s
     run = run_op(spec, materialize(case.recipe), case, CPU, request["sampled"], timeout_s=float(request["timeout"]))
     if run.error is not None:
         kind = run.error_type or Exception
-        return {"error": run.error, "error_type": f"{kind.__module__}:{kind.__qualname__}",
-                "error_message": run.error_message, "timed_out": run.timed_out}
+        return {
+            "error": run.error,
+            "error_type": f"{kind.__module__}:{kind.__qualname__}",
+            "error_message": run.error_message,
+            "timed_out": run.timed_out,
+        }
     output = run.output
     if not isinstance(output, torch.Tensor):
         return {"error": f"the op returned {type(output).__name__}, not a tensor", "error_type": "builtins:TypeError"}
@@ -51,8 +56,11 @@ def reply(request: dict[str, Any], cache: dict[tuple[str, str], Any]) -> dict[st
     try:
         return answer(request, cache)
     except Exception as exc:  # noqa: BLE001 - the harness's own failure, reported to the parent
-        return {"error": f"the ISA worker could not run the case: {type(exc).__name__}: {exc}",
-                "error_type": "builtins:RuntimeError", "error_message": str(exc)}
+        return {
+            "error": f"the ISA worker could not run the case: {type(exc).__name__}: {exc}",
+            "error_type": "builtins:RuntimeError",
+            "error_message": str(exc),
+        }
 
 
 def hello() -> dict[str, Any]:
@@ -127,8 +135,8 @@ def serve(path: str) -> None:
                     (size,) = HEADER.unpack_from(data)
                     if len(data) < HEADER.size + size:
                         break
-                    queue.append((connection, tensors(pickle.loads(data[HEADER.size:HEADER.size + size]))))
-                    data = data[HEADER.size + size:]
+                    queue.append((connection, tensors(pickle.loads(data[HEADER.size : HEADER.size + size]))))
+                    data = data[HEADER.size + size :]
                 received[connection] = data
         if queue:
             connection, request = queue.popleft()

@@ -11,23 +11,24 @@ the mark from its inputs, so a copy of image-derived data is an image copy even 
 a 1x1 image, while an 8x8 quantisation table built by the op is a constant upload
 (a lesser finding, reported by its own check) even on a 4x4 image.
 """
+
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from conformance.devices.frames import library_frame
 from conformance.devices.torch_private import aten_overload, dispatch_mode_base
 
 # Ops that move data between devices by design; every other op must not mix devices.
-TO_COPY, COPY_FROM, COPY_FROM_AND_RESIZE = map(aten_overload, ("_to_copy.default", "_copy_from.default",
-                                                                "_copy_from_and_resize.default"))
-TRANSFER_OPS = frozenset(op for op in (TO_COPY, aten_overload("copy_.default"), COPY_FROM, COPY_FROM_AND_RESIZE)
-                         if op is not None)
+TO_COPY, COPY_FROM, COPY_FROM_AND_RESIZE = map(
+    aten_overload, ("_to_copy.default", "_copy_from.default", "_copy_from_and_resize.default")
+)
+TRANSFER_OPS = frozenset(
+    op for op in (TO_COPY, aten_overload("copy_.default"), COPY_FROM, COPY_FROM_AND_RESIZE) if op is not None
+)
 SCALAR_READS = frozenset(op for op in (aten_overload("_local_scalar_dense.default"),) if op is not None)
 # by identity: an OpOverload's __hash__ is Python code, and these are asked on every op
 TRANSFER_OP_IDS = frozenset(map(id, TRANSFER_OPS))
@@ -35,13 +36,6 @@ SCALAR_READ_IDS = frozenset(map(id, SCALAR_READS))
 MIXED_DEVICE_MESSAGE = "Expected all tensors to be on the same device"
 TAINT = "_conformance_taint"  # attribute names of a log's marks on tensors (PlacementLog)
 ORIGIN = "_conformance_origin"
-
-HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-# Frames that only pass a call along (dispatch, dynamo wrappers, context managers).
-PLUMBING = (os.path.join(TORCH_DIR, "_ops.py"), os.path.join(TORCH_DIR, "utils", "_python_dispatch.py"),
-            os.path.join(TORCH_DIR, "_dynamo", ""), os.path.join(TORCH_DIR, "_compile.py"), contextlib.__file__)
-
 
 _NODES = (tuple, list, dict)
 
@@ -78,26 +72,6 @@ def map_leaves(function: Any, value: Any) -> Any:
     return function(value)
 
 
-def is_plumbing(filename: str) -> bool:
-    """A frame of this harness, or one that only passes a call along: never where to point a user."""
-    return filename.startswith((HARNESS_DIR, *PLUMBING))
-
-
-def is_library(filename: str) -> bool:
-    """A frame of the code under test (the library or the user's op), not torch or this harness."""
-    return not filename.startswith((TORCH_DIR, HARNESS_DIR, contextlib.__file__))
-
-
-def library_frame(skip: int = 1) -> str:
-    """file:line in function of the innermost caller outside torch and this harness."""
-    frame = sys._getframe(skip)
-    while frame is not None:
-        if is_library(frame.f_code.co_filename):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
-        frame = frame.f_back
-    return "an unknown frame"
-
-
 @dataclass(frozen=True)
 class Transfer:
     """One copy between the host and a device inside the op call."""
@@ -113,8 +87,16 @@ class Transfer:
     source: str = "constant"  # "image": derived from the input image; "constant": anything else
 
     def to_dict(self) -> dict[str, Any]:
-        return {"direction": self.direction, "op": self.op, "shape": list(self.shape), "dtype": self.dtype,
-                "numel": self.numel, "nbytes": self.nbytes, "where": self.where, "source": self.source}
+        return {
+            "direction": self.direction,
+            "op": self.op,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "numel": self.numel,
+            "nbytes": self.nbytes,
+            "where": self.where,
+            "source": self.source,
+        }
 
     def describe(self) -> str:
         arrow = "device -> host" if self.direction == "to_host" else "host -> device"
@@ -165,8 +147,11 @@ class PlacementLog:
             for leaf in (result,) if isinstance(result, torch.Tensor) else leaves(result):
                 if isinstance(leaf, torch.Tensor):
                     setattr(leaf, TAINT, token)
-            if getattr(getattr(func, "_schema", None), "is_mutable", False) and args \
-                    and isinstance(args[0], torch.Tensor):
+            if (
+                getattr(getattr(func, "_schema", None), "is_mutable", False)
+                and args
+                and isinstance(args[0], torch.Tensor)
+            ):
                 setattr(args[0], TAINT, token)
 
     def note(self, func, args: tuple, kwargs: dict, device_of, inputs: list[Any] | None = None) -> None:
@@ -194,10 +179,18 @@ class PlacementLog:
         start, end = device_of(source).type, torch.device(destination).type
         if start == end:
             return
-        self.transfers.append(Transfer(
-            "to_host" if end == "cpu" else "to_device", str(func), tuple(source.shape),
-            str(source.dtype).removeprefix("torch."), source.numel(), source.numel() * source.element_size(),
-            library_frame(2), "image" if self.tainted(source) else "constant"))
+        self.transfers.append(
+            Transfer(
+                "to_host" if end == "cpu" else "to_device",
+                str(func),
+                tuple(source.shape),
+                str(source.dtype).removeprefix("torch."),
+                source.numel(),
+                source.numel() * source.element_size(),
+                library_frame(2),
+                "image" if self.tainted(source) else "constant",
+            )
+        )
 
     def image_copies(self, smallest_image_plane: int) -> list[Transfer]:
         """Copies of image-derived data at least one image plane large: the op moved the image between
@@ -209,8 +202,11 @@ class PlacementLog:
         return [t for t in self.transfers if t.source == "constant" and t.direction == "to_device"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"transfers": [t.to_dict() for t in self.transfers], "scalar_reads": self.scalar_reads,
-                "used_off_target": dict(self.used)}
+        return {
+            "transfers": [t.to_dict() for t in self.transfers],
+            "scalar_reads": self.scalar_reads,
+            "used_off_target": dict(self.used),
+        }
 
 
 class ObserverMode(dispatch_mode_base()):  # type: ignore[misc]
@@ -259,8 +255,13 @@ def module_tensors(module: torch.nn.Module) -> list[tuple[str, str, torch.Tensor
         for name, value in vars(sub).items():
             if name.startswith("_") and name in ("_parameters", "_buffers", "_modules"):
                 continue
-            items = (value.items() if isinstance(value, dict) else enumerate(value)
-                     if isinstance(value, (list, tuple)) else [(None, value)])
+            items = (
+                value.items()
+                if isinstance(value, dict)
+                else enumerate(value)
+                if isinstance(value, (list, tuple))
+                else [(None, value)]
+            )
             for key, item in items:
                 if isinstance(item, torch.Tensor):
                     label = f"{owner}.{name}" + ("" if key is None else f"[{key!r}]")
@@ -275,8 +276,10 @@ def left_behind(module: torch.nn.Module, device: torch.device) -> tuple[list[str
         if tensor.device == device:
             continue
         if kind == "plain tensor attribute":
-            watch[id(tensor)] = (f"{name} (a plain tensor attribute on {tensor.device}: Module.to() does not "
-                                 f"move it; register it with register_buffer)")
+            watch[id(tensor)] = (
+                f"{name} (a plain tensor attribute on {tensor.device}: Module.to() does not "
+                f"move it; register it with register_buffer)"
+            )
         else:
             problems.append(f"{kind} {name} is on {tensor.device} after .to({device})")
     return problems, watch

@@ -1,5 +1,6 @@
 """What one call of an op gave, as data: its output, or its error as text with a traceback that keeps no
 frames (so no tensors stay alive), and the per-call time limit that cuts a hanging op."""
+
 from __future__ import annotations
 
 import signal
@@ -8,7 +9,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.devices.placement import PlacementLog, is_device_mix_error, is_library, is_plumbing
+from conformance.devices.frames import is_library, is_plumbing
+from conformance.devices.placement import PlacementLog, is_device_mix_error
 
 
 class CaseTimeout(BaseException):
@@ -18,13 +20,13 @@ class CaseTimeout(BaseException):
     swallow it, and no expected error class can accept it."""
 
 
-class time_limit:  # noqa: N801 - used like the context manager function it replaced
+class time_limit:
     """Raise CaseTimeout in the op after `seconds` (Python code only; the main thread of a POSIX process,
     which pytest and its xdist workers are; elsewhere no limit).  The process's SIGALRM handler is saved and
     restored around the call (pytest-timeout, for one, uses SIGALRM too).  A class, not a generator: it
     wraps every op call."""
 
-    __slots__ = ("seconds", "previous")
+    __slots__ = ("previous", "seconds")
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds if seconds > 0 and _CAN_ALARM and threading.current_thread() is _MAIN else 0.0
@@ -108,12 +110,20 @@ class ErrorTrace:
     parts: tuple[tuple[str, tuple[tuple[str, int, str], ...], str], ...]  # oldest first: (link, frames, exception)
 
     @classmethod
-    def capture(cls, exc: BaseException) -> "ErrorTrace":
-        parts, seen, current, link = [], set(), exc, ""
+    def capture(cls, exc: BaseException) -> ErrorTrace:
+        parts: list[tuple[str, tuple[tuple[str, int, str], ...], str]] = []
+        seen: set[int] = set()
+        current: BaseException | None = exc
+        link = ""
         while current is not None and id(current) not in seen:
             seen.add(id(current))
-            parts.append((link, tuple(_frames(current.__traceback__)),
-                          "".join(traceback.format_exception_only(type(current), current))))
+            parts.append(
+                (
+                    link,
+                    tuple(_frames(current.__traceback__)),
+                    "".join(traceback.format_exception_only(type(current), current)),
+                )
+            )
             if current.__cause__ is not None:
                 current, link = current.__cause__, CAUSE
             elif current.__context__ is not None and not current.__suppress_context__:

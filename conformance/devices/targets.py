@@ -7,6 +7,7 @@ A selection string ("all", "gpu", "vcuda", "cpu,vcuda:1", "cuda") is resolved
 against what this machine actually has; asking for something absent is a
 usage error that names what exists, never a silent skip.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -115,7 +116,8 @@ class VirtualTarget(Target):
 
 @dataclass(frozen=True)
 class IsaTarget(Target):
-    """`cpu:<level>`: the cpu with kernels for a lower instruction set, in a worker process (conformance.devices.isa)."""
+    """`cpu:<level>`: the cpu with kernels for a lower instruction set, in a worker process
+    (conformance.devices.isa)."""
 
     level: str = "default"
 
@@ -136,8 +138,10 @@ CPU = Target("cpu", "cpu", "host CPU")
 
 
 def isa_targets() -> list[Target]:
-    return [IsaTarget(f"cpu:{level}", "cpu", f"host CPU, {ENV}={level} (worker process)", level=level)
-            for level in lower_levels()]
+    return [
+        IsaTarget(f"cpu:{level}", "cpu", f"host CPU, {ENV}={level} (worker process)", level=level)
+        for level in lower_levels()
+    ]
 
 
 VIRTUAL_DESCRIPTION = "virtual: cpu data and kernels, cuda device rules"
@@ -146,8 +150,7 @@ SECOND_RUN = "CUDA_VISIBLE_DEVICES= python -m conformance run --targets vcuda"
 
 def virtual_targets(count: int) -> list[Target]:
     """`count` vcuda:N targets, unconditionally (discovery decides whether to offer them)."""
-    return [VirtualTarget(f"vcuda:{i}", "vcuda", VIRTUAL_DESCRIPTION, virtual=True, count=count)
-            for i in range(count)]
+    return [VirtualTarget(f"vcuda:{i}", "vcuda", VIRTUAL_DESCRIPTION, virtual=True, count=count) for i in range(count)]
 
 
 def default_virtual_count(real: list[Target]) -> int:
@@ -163,9 +166,11 @@ def virtual_unavailable_reason() -> str | None:
     fail for an index the GPU lacks.  Not where torch lacks a private API they rest on (the probe)."""
     real_cuda = [t.name for t in _real_targets() if t.kind == "cuda"]
     if real_cuda:
-        return (f"virtual targets are not offered beside a real CUDA device ({', '.join(real_cuda)}): vcuda:N "
-                f"would share the name cuda:N with it (library caches keyed by device would mix real and virtual "
-                f"tensors); run them as a second run without the GPU: {SECOND_RUN}")
+        return (
+            f"virtual targets are not offered beside a real CUDA device ({', '.join(real_cuda)}): vcuda:N "
+            f"would share the name cuda:N with it (library caches keyed by device would mix real and virtual "
+            f"tensors); run them as a second run without the GPU: {SECOND_RUN}"
+        )
     return probe.unavailable_reason()
 
 
@@ -217,8 +222,10 @@ def select(text: str, available: list[Target]) -> list[Target]:
         elif token == "gpu":
             accelerators = [t.name for t in available if t.is_accelerator and not t.virtual]
             if not accelerators:
-                raise TargetSelectionError(f"'gpu' selects no target: no real accelerator is visible "
-                                           f"(available: {names}; virtual ones are selected by 'vcuda')")
+                raise TargetSelectionError(
+                    f"'gpu' selects no target: no real accelerator is visible "
+                    f"(available: {names}; virtual ones are selected by 'vcuda')"
+                )
             chosen.update(accelerators)
         elif token in by_name:
             chosen.add(token)
@@ -226,10 +233,14 @@ def select(text: str, available: list[Target]) -> list[Target]:
             chosen.update(t.name for t in available if isinstance(t, IsaTarget))
         elif token in {t.kind for t in available}:  # "cuda" means every cuda:N
             chosen.update(t.name for t in available if t.kind == token)
-        elif token.split(":")[0] == "vcuda" and not any(t.virtual for t in available) \
-                and (reason := virtual_unavailable_reason()) is not None:
+        elif (
+            token.split(":")[0] == "vcuda"
+            and not any(t.virtual for t in available)
+            and (reason := virtual_unavailable_reason()) is not None
+        ):
             raise TargetSelectionError(f"{token!r}: {reason}")
         else:
-            raise TargetSelectionError(f"unknown target {token!r} (available: {names}; or 'all', 'gpu', 'vcuda', "
-                                           f"'isa')")
+            raise TargetSelectionError(
+                f"unknown target {token!r} (available: {names}; or 'all', 'gpu', 'vcuda', 'isa')"
+            )
     return [target for target in available if target.name in chosen]

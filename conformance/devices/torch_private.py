@@ -6,6 +6,7 @@ used, so that importing the harness never fails on another torch: a missing one 
 (conformance.devices.virtual.probe) asks for every name it rests on up front and turns virtual
 targets off with the reason; `PRIVATE_APIS` lists them all.
 """
+
 from __future__ import annotations
 
 import functools
@@ -63,12 +64,13 @@ def missing(paths: tuple[str, ...] = PRIVATE_APIS) -> list[str]:
     return absent
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def private(path: str) -> Any:
     """A private entry point, or a stand-in that raises MissingTorchApi when called (looked up once)."""
     try:
         return lookup(path)
     except (AttributeError, ImportError, RuntimeError):
+
         def absent(*args: Any, **kwargs: Any) -> Any:
             raise MissingTorchApi(f"this torch ({torch.__version__}) has no {path}")
 

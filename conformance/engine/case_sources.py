@@ -8,6 +8,7 @@ hypothesis internals.
 - saved:    an earlier run's cases (--cases-from) or a baseline's (--baseline), never drawn;
 - replayed: exactly one case (--replay).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,8 +35,13 @@ def is_final_example() -> bool:
 class CaseSources:
     """The cases of each variant (module, test, dtype, mode) for this worker's items."""
 
-    def __init__(self, *, replay: Case | None = None, saved_from: Path | None = None,
-                 saved: dict[PlanKey, list[Case]] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        replay: Case | None = None,
+        saved_from: Path | None = None,
+        saved: dict[PlanKey, list[Case]] | None = None,
+    ) -> None:
         self.replay = replay
         self.saved_from = saved_from  # a run or baseline folder: only its cases, nothing drawn
         self._plans: dict[PlanKey, list[Case]] = dict(saved or {})

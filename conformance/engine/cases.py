@@ -6,6 +6,7 @@ so adding a target costs only its own op call and comparisons, and adding a chec
 The cache is bounded by bytes: a long run must not grow with every example.  This is the only place
 that builds contexts: a check reads what its context holds and never asks for another.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -40,8 +41,13 @@ class _Sized:
 class CaseCache:
     """Per-case values shared across checks and targets, least recently used first out."""
 
-    def __init__(self, max_bytes: int = 256 * 2**20, overrides: Sequence[Override] = (),
-                 baseline: BaselineOutputs | None = None, timeout_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        max_bytes: int = 256 * 2**20,
+        overrides: Sequence[Override] = (),
+        baseline: BaselineOutputs | None = None,
+        timeout_s: float = 0.0,
+    ) -> None:
         self.max_bytes = max_bytes
         self.tolerances = Tolerances(overrides)  # the run's --tolerances rules, tried before each op's own
         self.baseline = baseline  # another build's outputs, under --baseline
@@ -76,13 +82,15 @@ class CaseCache:
         if spec.module is None or spec.module.sample is None:
             return None
         source = self.input(case)
-        return self._get((spec.name, case.key, "sampled"),
-                         lambda: _Sized(sample_params(spec, source.on(CPU), case))).value
+        return self._get(
+            (spec.name, case.key, "sampled"), lambda: _Sized(sample_params(spec, source.on(CPU), case))
+        ).value
 
     def _reference(self, spec: OpSpec, case: Case, source: InputImage, sampled: Any) -> np.ndarray:
         def compute() -> _Sized:
-            ideal = (spec.reference(source.values, case) if sampled is None
-                     else spec.reference(source.values, case, sampled))
+            ideal = (
+                spec.reference(source.values, case) if sampled is None else spec.reference(source.values, case, sampled)
+            )
             found = expected_output(ideal, spec.output_dtype_of(case))
             return _Sized(found, found.nbytes)
 
@@ -107,19 +115,34 @@ class CaseCache:
         cpu = self.context(spec, case, CPU, mode) if target.compared_with_cpu else None
         try:
             inputs = self.inputs(spec, case)
-            tensor_in: torch.Tensor | None = inputs.source.on(target)
+            placed = inputs.source.on(target)
         except (MemoryError, RuntimeError) as exc:  # torch.OutOfMemoryError is a RuntimeError
-            if not isinstance(exc, MemoryError) and "alloc" not in str(exc).lower() \
-                    and not isinstance(exc, torch.OutOfMemoryError):
+            if (
+                not isinstance(exc, MemoryError)
+                and "alloc" not in str(exc).lower()
+                and not isinstance(exc, torch.OutOfMemoryError)
+            ):
                 raise
             inputs = CaseInputs(spec, case, InputImage.unallocated(case.recipe), None, lambda: np.empty(0))
-            tensor_in = None
-            run = OpRun(resource=f"the case's input could not be allocated: {type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0][:200] if str(exc) else ''}")
+            tensor_in: torch.Tensor | None = None
+            run = OpRun(
+                resource=f"the case's input could not be allocated: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            )
         else:
-            run = run_op(spec, tensor_in, case, target, inputs.sampled, timeout_s=self.timeout_s)
-        found = CaseContext(inputs, target, mode, tensor_in, run, cpu=cpu, tolerances=self.tolerances,
-                            baseline=self.baseline, timeout_s=self.timeout_s)
+            tensor_in = placed
+            run = run_op(spec, placed, case, target, inputs.sampled, timeout_s=self.timeout_s)
+        found = CaseContext(
+            inputs,
+            target,
+            mode,
+            tensor_in,
+            run,
+            cpu=cpu,
+            tolerances=self.tolerances,
+            baseline=self.baseline,
+            timeout_s=self.timeout_s,
+        )
         self.put(key, found)
         return found
 

@@ -6,6 +6,7 @@ module keeps configuration in globals and a malformed value is a usage error bef
 item runs.  Building it imports torch and discovers devices, so the plugin builds it only
 when conformance is asked for (`asked_for`) or when specs are collected.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,14 +16,26 @@ from typing import Any
 
 import pytest
 
-from conformance.engine import options
+from conformance.engine import distribute, options, profiles
 from conformance.engine.options import TARGETS_ENV, VIRTUAL_ENV
 
 # Options whose presence means the user asked for a conformance run (and their defaults).
 _OPTION_DEFAULTS: dict[str, Any] = {
-    "targets": None, "virtual_devices": None, "virtual_findings": "fail", "fail_on_warning": False, "group_by": "auto",
-    "case_timeout": None, "replay": None, "cases_from": None, "baseline": None, "record_outputs": None,
-    "reports_dir": None, "run_name": None, "max_examples": None, "tolerances": None, "known_issues": [],
+    "targets": None,
+    "virtual_devices": None,
+    "virtual_findings": "fail",
+    "fail_on_warning": False,
+    "group_by": "auto",
+    "case_timeout": None,
+    "replay": None,
+    "cases_from": None,
+    "baseline": None,
+    "record_outputs": None,
+    "reports_dir": None,
+    "run_name": None,
+    "max_examples": None,
+    "tolerances": None,
+    "known_issues": [],
 }
 _ENV = (TARGETS_ENV, VIRTUAL_ENV, "CONFORMANCE_REPORTS", "CONFORMANCE_CASE_TIMEOUT")
 
@@ -68,7 +81,8 @@ def build(config: pytest.Config) -> RunConfig:
     from conformance.checks.registry import value_checks
     from conformance.devices.targets import TargetSelectionError, discover, select
     from conformance.spec import overrides
-    from conformance.spec.known_issues import KnownIssuesError, load
+    from conformance.spec.issue_files import load
+    from conformance.spec.known_issues import KnownIssuesError
 
     timeout = options.case_timeout(config)
     selection = config.getoption("targets")
@@ -97,24 +111,29 @@ def build(config: pytest.Config) -> RunConfig:
     if cases_from is not None and replay is not None:
         raise pytest.UsageError("--cases-from and --replay cannot be combined: choose one source of cases")
     if baseline is not None and (replay is not None or cases_from is not None):
-        raise pytest.UsageError("--baseline checks the baseline's cases: it cannot be combined with "
-                                "--replay or --cases-from")
+        raise pytest.UsageError(
+            "--baseline checks the baseline's cases: it cannot be combined with --replay or --cases-from"
+        )
     record = config.getoption("record_outputs")
     if record is not None and Path(record).exists() and not Path(record).is_dir():
         raise pytest.UsageError(f"--record-outputs: {record!r} exists and is not a folder")
     workerinput = getattr(config, "workerinput", None)
-    from conformance.engine import distribute
-
     return RunConfig(
-        targets=tuple(targets), run_dir=options.run_dir(config),
-        worker=workerinput["workerid"] if workerinput else "main", replay=replay,
-        known_issue_files=issue_files, group_by=distribute.group_by(config.getoption("group_by"), targets),
-        case_timeout_s=timeout, overrides=installed,
+        targets=tuple(targets),
+        run_dir=options.run_dir(config),
+        worker=workerinput["workerid"] if workerinput else "main",
+        replay=replay,
+        known_issue_files=issue_files,
+        group_by=distribute.group_by(config.getoption("group_by"), targets),
+        case_timeout_s=timeout,
+        overrides=installed,
         cases_from=Path(cases_from) if cases_from is not None else None,
         baseline=Path(baseline) if baseline is not None else None,
         record_outputs=Path(record) if record is not None else None,
-        virtual_findings=config.getoption("virtual_findings"), fail_on_warning=config.getoption("fail_on_warning"),
-        hypothesis_settings=spec_settings(config))
+        virtual_findings=config.getoption("virtual_findings"),
+        fail_on_warning=config.getoption("fail_on_warning"),
+        hypothesis_settings=spec_settings(config),
+    )
 
 
 def spec_settings(config: pytest.Config) -> Any:
@@ -122,8 +141,6 @@ def spec_settings(config: pytest.Config) -> Any:
     --hypothesis-profile, else ours (ci under $CI, dev otherwise), and --max-examples on top.
     Applied to each spec test, never loaded globally: other tests keep their own profile."""
     from hypothesis import settings
-
-    from conformance.engine import profiles
 
     chosen = config.getoption("hypothesis_profile", None)
     base = settings.get_profile(chosen) if chosen else settings.get_profile(profiles.default_profile())
@@ -137,8 +154,6 @@ def spec_settings(config: pytest.Config) -> Any:
 
 def profile_name(config: pytest.Config) -> str:
     """The name recorded with the run for the settings of `spec_settings`."""
-    from conformance.engine import profiles
-
     chosen = config.getoption("hypothesis_profile", None) or profiles.default_profile()
     max_examples = config.getoption("max_examples")
     return f"{chosen}+max_examples={max_examples}" if max_examples is not None else chosen

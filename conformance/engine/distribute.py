@@ -8,8 +8,10 @@ worker keeps to one device (several real GPUs).  Groups are read from the test i
 plugin's scheduler.  `-n N` alone means xdist's "load", which ignores groups, so "loadgroup"
 is used unless the user chose a mode.
 """
+
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -22,6 +24,7 @@ from typing import Any
 import pytest
 
 from conformance.spec.item_ids import parse_item_id, worker_group
+from conformance.store.records import RecordWriter, last_case_started
 
 ISA_ENV = "ATEN_CPU_CAPABILITY"
 
@@ -36,8 +39,7 @@ def group_by(chosen: str, targets: list[Any]) -> str:
 
 def dist_chosen(config: pytest.Config) -> bool:
     """Whether the user named a distribution mode (--dist, -d) anywhere pytest reads options."""
-    words = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(),
-             *config.getini("addopts")]
+    words = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(), *config.getini("addopts")]
     return any(w == "-d" or w.startswith("--dist") for w in map(str, words))
 
 
@@ -84,6 +86,8 @@ class XdistHooks:
     def start_isa_workers(self) -> None:
         """One worker per ISA level for every xdist worker to share (conformance.devices.isa_feed): a process's
         start-up (torch and the libraries under test) is paid once per level, not once per xdist worker."""
+        if self.cfg is None:
+            return
         levels = [t.level for t in self.cfg.targets if getattr(t, "level", None) is not None]
         if not levels:
             return
@@ -92,8 +96,13 @@ class XdistHooks:
             path = os.path.join(self.isa_folder, f"{level}.sock")
             env = dict(os.environ, **{ISA_ENV: level})
             env.pop("CONFORMANCE_TARGETS", None)
-            self.isa_workers.append(subprocess.Popen(
-                [sys.executable, "-m", "conformance.devices.isa_worker", "--listen", path], stdin=subprocess.PIPE, env=env))
+            self.isa_workers.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "conformance.devices.isa_worker", "--listen", path],
+                    stdin=subprocess.PIPE,
+                    env=env,
+                )
+            )
             self.isa_paths[level] = path
 
     def pytest_configure_node(self, node) -> None:
@@ -104,10 +113,8 @@ class XdistHooks:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """The shared ISA workers end when their stdin closes."""
         for process in self.isa_workers:
-            try:
-                process.stdin.close()
-            except OSError:
-                pass
+            with contextlib.suppress(OSError, AttributeError):  # stdin is a pipe (started with PIPE)
+                process.stdin.close()  # type: ignore[union-attr]
         for process in self.isa_workers:
             try:
                 process.wait(timeout=15)
@@ -122,9 +129,7 @@ class XdistHooks:
         text = str(report.longrepr) if report.failed else ""
         if "crashed while running" not in text or parse_item_id(report.nodeid) is None:
             return
-        from conformance.store.records import RecordWriter, last_case_started
-
-        writer = RecordWriter(self.run_dir, "main", lambda: {})
+        writer = RecordWriter(self.run_dir, "main", dict)
         writer.crash(report.nodeid, text.strip().splitlines()[-1], last_case_started(self.run_dir, report.nodeid))
         writer.close()
 
@@ -151,9 +156,10 @@ def _group_scheduling(cfg: Any):
 
         Conformance items are grouped by their test ids, not by `xdist_group` marks: xdist passes
         marks to the controller as a node-id suffix, which pytest 9.2 no longer lets it set (the
-        marks are silently ignored: pytest-xdist#1386); other tests keep xdist's grouping.  And an item whose worker died is not handed to
-        the replacement worker: xdist requeues the dead worker's whole group, crashed item
-        included, so an item that aborts the process would kill every worker in turn.
+        marks are silently ignored: pytest-xdist#1386); other tests keep xdist's grouping.  And an
+        item whose worker died is not handed to the replacement worker: xdist requeues the dead
+        worker's whole group, crashed item included, so an item that aborts the process would kill
+        every worker in turn.
         """
 
         def _split_scope(self, nodeid: str) -> str:

@@ -5,13 +5,16 @@ checks. A strict entry about several checks must reproduce in one of them, judge
 last item it applies to.  An entry whose `where` names a feature that no case of an item had is
 a typo, not a scope: it would silently match nothing, so the item says so.
 """
+
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from conformance.spec import known_issues as ki
+from conformance.spec.issue_files import load
 from conformance.spec.item_ids import parse_item_id
 
 Cell = tuple[str, str, str, str]  # (module::test, target, dtype, mode)
@@ -45,7 +48,7 @@ class IssueBook:
         found = []
         for path in files:
             if path not in self._by_file:
-                self._by_file[path] = ki.load(path, value_checks=self._value_checks)
+                self._by_file[path] = load(path, value_checks=self._value_checks)
             found.extend(self._by_file[path])
         return found
 
@@ -63,8 +66,9 @@ class IssueBook:
             if found is not None:
                 self._cells.setdefault(found[0], []).append((nodeid, found[1]))
 
-    def stale(self, nodeid: str, check: str, op: str, applicable: list[ki.KnownIssue], in_scope: Counter,
-              reproduced: set[str]) -> ki.Staleness:
+    def stale(
+        self, nodeid: str, check: str, op: str, applicable: list[ki.KnownIssue], in_scope: Counter, reproduced: set[str]
+    ) -> ki.Staleness:
         """Strict entries that no item of this cell reproduced, judged at the cell's last item they apply to:
         fixed when the cases in their scope would have shown them (else a note: too few to tell)."""
         found = ki.Staleness()
@@ -81,7 +85,7 @@ class IssueBook:
             seen = self._strictness.setdefault((issue.id, cell), [0, False])
             seen[0] = max(seen[0], in_scope[issue.id])  # every item of a cell checks the same cases
             seen[1] |= issue.id in reproduced
-            later = [c for _, c in items[position + 1:] if issue.applies_to(op, target, dtype, mode, c)]
+            later = [c for _, c in items[position + 1 :] if issue.applies_to(op, target, dtype, mode, c)]
             if later or not seen[0] or seen[1]:
                 continue
             chance = issue.unseen_chance(seen[0])
@@ -98,7 +102,9 @@ def unknown_where_keys(applicable: list[ki.KnownIssue], features_seen: set[str])
     for issue in applicable:
         missing = sorted(name for name, _ in issue.where if name not in features_seen)
         if missing and features_seen:
-            found.append(f"known issue {issue.id} ({issue.source}): where key(s) {', '.join(map(repr, missing))} "
-                         f"name no feature of this op's cases (features: {', '.join(sorted(features_seen))}); "
-                         f"a misspelt key matches nothing")
+            found.append(
+                f"known issue {issue.id} ({issue.source}): where key(s) {', '.join(map(repr, missing))} "
+                f"name no feature of this op's cases (features: {', '.join(sorted(features_seen))}); "
+                f"a misspelt key matches nothing"
+            )
     return found

@@ -4,6 +4,7 @@ envelope), or a failure raised with a class of its own per check and cause.
 Hypothesis tells failures apart by exception class, so a case that fails for one cause and a case
 that fails for another are found, shrunk and reported separately instead of one hiding the other.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +27,9 @@ def failure_class(check: str, cause: str) -> type[ConformanceFailure]:
     key = (check, cause)
     if key not in _FAILURE_CLASSES:
         name = "".join(part.title() for part in check.split("_")) + "Failure"
-        _FAILURE_CLASSES[key] = type(name, (ConformanceFailure,), {"__module__": __name__, "cause": cause,
-                                                                     "__doc__": f"{check} failed: {cause}"})
+        _FAILURE_CLASSES[key] = type(
+            name, (ConformanceFailure,), {"__module__": __name__, "cause": cause, "__doc__": f"{check} failed: {cause}"}
+        )
     return _FAILURE_CLASSES[key]
 
 
@@ -58,8 +60,9 @@ def judge(outcome: CheckOutcome, issues: list[KnownIssue], features: dict[str, o
     return Judgement("error" if outcome.check == "error" else "fail", outside=outside)
 
 
-def failure_message(where: str, outcome: CheckOutcome, judged: Judgement, case_json: str, store: str,
-                    repro: str) -> str:
+def failure_message(
+    where: str, outcome: CheckOutcome, judged: Judgement, case_json: str, store: str, repro: str
+) -> str:
     """Which check failed and why, by how much, under which tolerance, and the line that reruns it."""
     lines = [f"{where}: {outcome.check} failed ({outcome.cause or 'failed'})", f"  {outcome.check}: {outcome.message}"]
     if judged.outside:
@@ -68,3 +71,21 @@ def failure_message(where: str, outcome: CheckOutcome, judged: Judgement, case_j
         lines.append(f"    tolerance {outcome.tolerance.name!r}: {outcome.tolerance.reason}")
     lines += [f"  case: {case_json}", f"  store: {store}", f"Rerun: {repro}"]
     return "\n".join(lines)
+
+
+def is_conformance_failure(exc: BaseException) -> bool:
+    """A divergence the harness found (hypothesis may group several), not an error of the test itself."""
+    nested = getattr(exc, "exceptions", None)  # an exception group: builtin from 3.11, backported before
+    if isinstance(nested, (list, tuple)) and nested:
+        return all(is_conformance_failure(e) for e in nested)
+    return isinstance(exc, ConformanceFailure)
+
+
+def finding_text(exc: BaseException) -> str:
+    """A conformance failure as its message and hypothesis' notes (the drawn case); for several
+    distinct failures of one item, each in turn."""
+    nested = getattr(exc, "exceptions", None)
+    if isinstance(nested, (list, tuple)) and nested:
+        parts = [f"{len(nested)} distinct failures:"] + [finding_text(e) for e in nested]
+        return "\n\n".join(parts + list(getattr(exc, "__notes__", [])))
+    return "\n".join([f"{type(exc).__name__}: {exc}", *getattr(exc, "__notes__", [])])

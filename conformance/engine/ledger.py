@@ -4,6 +4,7 @@ and the item's verdict when its cases are done.
 No pytest here: `ItemEnd` says what the item comes to (pass, an item-level failure, a skip, an xfail, the
 warnings to show), and the plugin turns that into pytest's outcome.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -11,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.devices.targets import Target
 from conformance.engine.case_sources import is_final_example
 from conformance.engine.issue_book import unknown_where_keys
 from conformance.engine.judgement import Judgement
 from conformance.engine.worst import WorstCases
-from conformance.devices.targets import Target
 from conformance.spec import known_issues as ki
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import Case
@@ -73,8 +74,10 @@ class ItemState:
     @property
     def where(self) -> str:
         info = self.info
-        return f"{info.spec.name} on {info.target}{' (virtual)' if self.target.virtual else ''} " \
-               f"[{info.dtype}, {info.mode}]"
+        return (
+            f"{info.spec.name} on {info.target}{' (virtual)' if self.target.virtual else ''} "
+            f"[{info.dtype}, {info.mode}]"
+        )
 
     def phase(self, unexpected: bool, replaying: bool) -> str:
         """Which phase of the item this example belongs to: explore, shrink, final or replay (only explore,
@@ -113,8 +116,10 @@ class ItemEnd:
 
 
 def shown_warnings(state: ItemState) -> list[str]:
-    return [f"{state.where}: {state.check} in {count} of {state.examples} cases: {message}"
-            for message, count in state.warnings.items()]
+    return [
+        f"{state.where}: {state.check} in {count} of {state.examples} cases: {message}"
+        for message, count in state.warnings.items()
+    ]
 
 
 def verdict(state: ItemState, staleness: ki.Staleness) -> ItemEnd:
@@ -132,15 +137,20 @@ def verdict(state: ItemState, staleness: ki.Staleness) -> ItemEnd:
             f"{info.spec.name} on {info.target} [{info.dtype}, {info.mode}] it applies to, in {cases} "
             f"cases in its scope (if it still reproduced in {issue.least_case_fraction:.0%} of them, the chance "
             f"of seeing none is {chance:.1e}); it may be fixed in this build: delete the entry from "
-            f"{issue.source.split(' [[')[0]}")
-    problems += [m for i in state.applicable
-                 if (m := i.too_often(state.reproductions[i.id], state.in_scope[i.id])) is not None]
+            f"{issue.source.split(' [[')[0]}"
+        )
+    problems += [
+        m for i in state.applicable if (m := i.too_often(state.reproductions[i.id], state.in_scope[i.id])) is not None
+    ]
     if problems:
         return ItemEnd(fail="; ".join(problems), warnings=shown)
     if state.reproduced:
         hit = [i for i in state.applicable if i.id in state.reproduced]
         return ItemEnd(xfail="; ".join(f"known issue {i.id}: {i.reason} ({i.link})" for i in hit), warnings=shown)
     if state.examples and not state.checked:
-        return ItemEnd(skip=f"the {state.check} check applied to none of the {state.examples} cases (the op "
-                            f"raised in each: see the item of the check that failed)", warnings=shown)
+        return ItemEnd(
+            skip=f"the {state.check} check applied to none of the {state.examples} cases (the op "
+            f"raised in each: see the item of the check that failed)",
+            warnings=shown,
+        )
     return ItemEnd(warnings=shown)

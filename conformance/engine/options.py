@@ -2,6 +2,7 @@
 
 Light on purpose (no torch): the plugin imports this module in every pytest session.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from conformance.store.writer import safe_name
 
 TARGETS_ENV = "CONFORMANCE_TARGETS"
 VIRTUAL_ENV = "CONFORMANCE_VIRTUAL_DEVICES"
@@ -74,7 +76,9 @@ def run_dir(config: pytest.Config, validate: bool = True) -> Path:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "conformance_run_dir" in workerinput:
         return Path(workerinput["conformance_run_dir"])
-    reports = Path(config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports")
+    reports = Path(
+        config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports"
+    )
     problem = unwritable(reports) if validate else None  # said once, before any item runs (nothing created here)
     if problem:
         raise pytest.UsageError(f"--reports-dir: cannot write runs into {str(reports)!r}: {problem}")
@@ -103,8 +107,6 @@ def default_run_name() -> str:
 
 def unique_run_dir(reports_dir: Path, name: str) -> Path:
     """A run folder that does not exist yet (nothing is created here)."""
-    from conformance.store.writer import safe_name
-
     candidate, n = reports_dir / safe_name(name), 1
     while candidate.exists():
         n += 1
@@ -131,48 +133,108 @@ def _option(name: str, **attrs: Any) -> Option:
 # The plugin's options, declared once: pytest_addoption adds them, and `python -m conformance run` reads which
 # take a value (to join `--reports-dir DIR` into `--reports-dir=DIR` before pytest finds its rootdir).
 OPTIONS: tuple[Option, ...] = (
-    _option("--conformance", action="store_true", default=False,
-                    help="set the conformance run up before collection (header, xdist grouping); automatic "
-                         "when conformance specs are collected or another conformance option is given"),
-    _option("--targets", default=None, metavar="LIST",
-                    help=f"where ops run: comma list (cpu,cuda:1), 'all' (default) or 'gpu'; env {TARGETS_ENV}"),
-    _option("--virtual-devices", default=None, metavar="N",
-                    help="how many virtual vcuda:N targets exist (0 turns them off; default 2 when no real "
-                         f"CUDA device is visible); env {VIRTUAL_ENV}"),
-    _option("--virtual-findings", choices=("fail", "warn"), default="fail",
-                    help="failures on virtual targets fail the gate (default) or are reported as warnings (xfail)"),
-    _option("--fail-on-warning", action="store_true", default=False,
-                    help="lesser findings (constant_upload, a baseline change inside tolerance) fail their items "
-                         "instead of being reported as warnings"),
-    _option("--group-by", choices=("auto", "target", "variant"), default="auto",
-                    help="how items are grouped for pytest-xdist (-n N; loadgroup is used unless --dist is given): "
-                         "'target' keeps each worker on one device, 'variant' runs an op/dtype/mode on every "
-                         "target in one worker so drawn cases, inputs and references are shared; auto: 'target' when "
-                         "two or more real accelerators are selected, else 'variant'"),
-    _option("--case-timeout", type=float, default=None, metavar="SECONDS",
-                    help="per-call time limit for ops; a call past it is an error outcome and the run goes on "
-                         "(default 60; 0 = none; env CONFORMANCE_CASE_TIMEOUT)"),
-    _option("--replay", default=None, metavar="CASE",
-                    help="run exactly one saved case: its JSON, or a path to a .json file"),
-    _option("--cases-from", default=None, metavar="RUN",
-                    help="check exactly the cases an earlier run checked (its run folder), on this run's targets, "
-                         "instead of drawing new ones; items it has no cases for are skipped"),
-    _option("--baseline", default=None, metavar="DIR",
-                    help="compare with a baseline made on another build (python -m conformance baseline): check "
-                         "exactly its cases, add a 'baseline' check per target (a change beyond tolerance fails, a "
-                         "bit-level change is a warning) and record this run's outputs for `compare`"),
-    _option("--record-outputs", default=None, metavar="DIR",
-                    help="record every checked output (digest and array) into DIR (what `baseline` does)"),
-    _option("--reports-dir", default=None, metavar="DIR",
-                    help="where runs are stored (default: <rootdir>/reports; env CONFORMANCE_REPORTS)"),
+    _option(
+        "--conformance",
+        action="store_true",
+        default=False,
+        help="set the conformance run up before collection (header, xdist grouping); automatic "
+        "when conformance specs are collected or another conformance option is given",
+    ),
+    _option(
+        "--targets",
+        default=None,
+        metavar="LIST",
+        help=f"where ops run: comma list (cpu,cuda:1), 'all' (default) or 'gpu'; env {TARGETS_ENV}",
+    ),
+    _option(
+        "--virtual-devices",
+        default=None,
+        metavar="N",
+        help="how many virtual vcuda:N targets exist (0 turns them off; default 2 when no real "
+        f"CUDA device is visible); env {VIRTUAL_ENV}",
+    ),
+    _option(
+        "--virtual-findings",
+        choices=("fail", "warn"),
+        default="fail",
+        help="failures on virtual targets fail the gate (default) or are reported as warnings (xfail)",
+    ),
+    _option(
+        "--fail-on-warning",
+        action="store_true",
+        default=False,
+        help="lesser findings (constant_upload, a baseline change inside tolerance) fail their items "
+        "instead of being reported as warnings",
+    ),
+    _option(
+        "--group-by",
+        choices=("auto", "target", "variant"),
+        default="auto",
+        help="how items are grouped for pytest-xdist (-n N; loadgroup is used unless --dist is given): "
+        "'target' keeps each worker on one device, 'variant' runs an op/dtype/mode on every "
+        "target in one worker so drawn cases, inputs and references are shared; auto: 'target' when "
+        "two or more real accelerators are selected, else 'variant'",
+    ),
+    _option(
+        "--case-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="per-call time limit for ops; a call past it is an error outcome and the run goes on "
+        "(default 60; 0 = none; env CONFORMANCE_CASE_TIMEOUT)",
+    ),
+    _option(
+        "--replay", default=None, metavar="CASE", help="run exactly one saved case: its JSON, or a path to a .json file"
+    ),
+    _option(
+        "--cases-from",
+        default=None,
+        metavar="RUN",
+        help="check exactly the cases an earlier run checked (its run folder), on this run's targets, "
+        "instead of drawing new ones; items it has no cases for are skipped",
+    ),
+    _option(
+        "--baseline",
+        default=None,
+        metavar="DIR",
+        help="compare with a baseline made on another build (python -m conformance baseline): check "
+        "exactly its cases, add a 'baseline' check per target (a change beyond tolerance fails, a "
+        "bit-level change is a warning) and record this run's outputs for `compare`",
+    ),
+    _option(
+        "--record-outputs",
+        default=None,
+        metavar="DIR",
+        help="record every checked output (digest and array) into DIR (what `baseline` does)",
+    ),
+    _option(
+        "--reports-dir",
+        default=None,
+        metavar="DIR",
+        help="where runs are stored (default: <rootdir>/reports; env CONFORMANCE_REPORTS)",
+    ),
     _option("--run-name", default=None, metavar="NAME", help="name of this run's folder (default: a timestamp)"),
-    _option("--max-examples", type=int, default=None, metavar="N",
-                    help="override the hypothesis profile's max_examples for this session (quick smoke runs)"),
-    _option("--tolerances", default=None, metavar="FILE",
-                    help="tolerance overrides (TOML [[tolerance]] tables, see conformance/spec/overrides.py), "
-                         "tried before each op's own rules"),
-    _option("--known-issues", action="append", default=[], metavar="FILE",
-                    help="known-issues TOML file(s); default: known_issues.toml beside each case module"),
+    _option(
+        "--max-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="override the hypothesis profile's max_examples for this session (quick smoke runs)",
+    ),
+    _option(
+        "--tolerances",
+        default=None,
+        metavar="FILE",
+        help="tolerance overrides (TOML [[tolerance]] tables, see conformance/spec/overrides.py), "
+        "tried before each op's own rules",
+    ),
+    _option(
+        "--known-issues",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="known-issues TOML file(s); default: known_issues.toml beside each case module",
+    ),
 )
 
 

@@ -9,6 +9,7 @@ the shared cache, so the cross-library measurement reuses those outputs instead 
 other libraries again (a cpu output that a later target's cross_device check needs is cheaper to
 recompute than an accelerator's or a worker process's).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -25,8 +26,9 @@ def variant_group(nodeid: str, test: str, dtype: str, mode: str, spec: Any) -> t
 
 def operation_order(items: list[Any], spec_of: Callable[[Any], Any]) -> list[Any]:
     """Items sorted by their variant group's first appearance, then by target (in the order targets
-    first appear, cpu instruction-set levels last), then by test, keeping pytest's order within a test and target (checks); stable,
-    so the same on every xdist worker.  A group of one test keeps pytest's order exactly."""
+    first appear, cpu instruction-set levels last), then by test, keeping pytest's order within a test
+    and target (checks); stable, so the same on every xdist worker.  A group of one test keeps
+    pytest's order exactly."""
     first_of_group: dict[tuple[str, str, str, str], int] = {}
     first_of_test: dict[tuple[str, str], int] = {}
     target_rank: dict[str, int] = {}

@@ -6,6 +6,7 @@ for every op of the group that has items on those targets, so the workers comput
 the other targets, and their items find the outputs waiting.  What a group has prefetched is dropped when the
 next group begins.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,11 +69,24 @@ class IsaPrefetch:
         found = self._plans.get(key)
         if found is None:
             spec, member = info.spec, info.spec.member
-            specs = [spec] if member is None or not member.shares_cases else [
-                s for s in member.operation.specs()
-                if s.member is not None and s.member.shares_cases and (info.dtype, info.mode) in s.variant_pairs()]
+            specs = (
+                [spec]
+                if member is None or not member.shares_cases
+                else [
+                    s
+                    for s in member.operation.specs()
+                    if s.member is not None and s.member.shares_cases and (info.dtype, info.mode) in s.variant_pairs()
+                ]
+            )
             found = self._plans[key] = [
-                (other, [t for t in self.targets if other.runs_on(t)
-                         and (f"test_{other.name}", info.dtype, info.mode, t.name) in self._items])
-                for other in specs]
+                (
+                    other,
+                    [
+                        t
+                        for t in self.targets
+                        if other.runs_on(t) and (f"test_{other.name}", info.dtype, info.mode, t.name) in self._items
+                    ],
+                )
+                for other in specs
+            ]
         return found

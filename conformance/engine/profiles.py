@@ -9,9 +9,11 @@
 Without --hypothesis-profile the plugin picks `ci` when $CI is set, else `dev`.  A profile applies
 to conformance spec tests only (config.spec_settings); the plugin never loads one globally.
 """
+
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -21,14 +23,15 @@ _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large]
 # lines, not the op's, so it costs time and tells the user nothing.
 _PHASES = [p for p in Phase if p is not Phase.explain]
 # Our own rerun line (--replay with the case JSON) replaces hypothesis' @reproduce_failure blob.
-_COMMON = dict(deadline=None, print_blob=False, suppress_health_check=_SUPPRESS, phases=_PHASES)
+_COMMON = {"deadline": None, "print_blob": False, "suppress_health_check": _SUPPRESS, "phases": _PHASES}
 
-PROFILES = {
+PROFILES: dict[str, dict[str, Any]] = {
     "dev": dict(max_examples=100, **_COMMON),
     "ci": dict(max_examples=100, derandomize=True, database=None, **_COMMON),
     "thorough": dict(max_examples=2000, **_COMMON),
-    "baseline": dict(_COMMON, max_examples=12, derandomize=True, database=None,
-                     phases=[Phase.explicit, Phase.generate]),
+    "baseline": dict(
+        _COMMON, max_examples=12, derandomize=True, database=None, phases=[Phase.explicit, Phase.generate]
+    ),
 }
 
 
@@ -49,16 +52,11 @@ def check_chosen(config) -> None:
     try:
         settings.get_profile(chosen)
     except InvalidArgument:
-        raise pytest.UsageError(f"--hypothesis-profile: no profile named {chosen!r} is registered (the plugin "
-                                f"registers {', '.join(PROFILES)}; a project registers its own in conftest.py)"
-                                ) from None
+        raise pytest.UsageError(
+            f"--hypothesis-profile: no profile named {chosen!r} is registered (the plugin "
+            f"registers {', '.join(PROFILES)}; a project registers its own in conftest.py)"
+        ) from None
 
 
 def default_profile() -> str:
     return "ci" if os.environ.get("CI") else "dev"
-
-
-def current_profile() -> str:
-    """Name of the loaded hypothesis profile (recorded with every run)."""
-    getter = getattr(settings, "get_current_profile_name", None)
-    return getter() if getter else str(getattr(settings, "_current_profile", "unknown"))

@@ -2,6 +2,7 @@
 each checked example (with its arrays where a report needs them), the worst cases of an operation's
 implementations, the outputs a baseline keeps, and the operations themselves (once per worker).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,18 +45,42 @@ class CaseRecorder:
         if member is not None and member.operation.name not in self._operations:
             self._operations.add(member.operation.name)
             self.records.operation(member.operation.describe())
-        self.records.item_started(self.base(state), state.nodeid, state.check, {i.id: i.to_dict() for i in loaded},
-                                  [i.id for i in state.applicable])
+        self.records.item_started(
+            self.base(state),
+            state.nodeid,
+            state.check,
+            {i.id: i.to_dict() for i in loaded},
+            [i.id for i in state.applicable],
+        )
 
     def item_ended(self, state: ItemState, staleness: ki.Staleness, *, interrupted: bool) -> None:
         self._write_worst(state)
         info = state.info
-        notes = [{"issue": issue.id, "op": info.spec.name, "target": info.target, "dtype": info.dtype,
-                  "mode": info.mode, "in_scope": cases, "needed": issue.cases_to_call_fixed(), "link": issue.link}
-                 for issue, cases in staleness.too_few]
-        self.records.item_ended(self.base(state), state.nodeid, state.check, interrupted=interrupted,
-                                issue_scope={i.id: (state.in_scope[i.id], state.reproductions[i.id])
-                                             for i in state.applicable if state.in_scope[i.id]}, notes=notes)
+        notes = [
+            {
+                "issue": issue.id,
+                "op": info.spec.name,
+                "target": info.target,
+                "dtype": info.dtype,
+                "mode": info.mode,
+                "in_scope": cases,
+                "needed": issue.cases_to_call_fixed(),
+                "link": issue.link,
+            }
+            for issue, cases in staleness.too_few
+        ]
+        self.records.item_ended(
+            self.base(state),
+            state.nodeid,
+            state.check,
+            interrupted=interrupted,
+            issue_scope={
+                i.id: (state.in_scope[i.id], state.reproductions[i.id])
+                for i in state.applicable
+                if state.in_scope[i.id]
+            },
+            notes=notes,
+        )
 
     def item_verdict(self, state: ItemState, verdict: str, message: str) -> None:
         self.records.item_verdict(self.base(state), state.nodeid, state.check, verdict, message)
@@ -75,8 +100,16 @@ class CaseRecorder:
         if self.outputs is not None and not self.outputs.has(output_key(ctx)):
             self.outputs.add(*output_record(ctx), plan=state.plan_key[:2])
 
-    def example(self, state: ItemState, case: Case, ctx: CaseContext, outcome: CheckOutcome, judged: Judgement,
-                phase: str, repro: str | None) -> None:
+    def example(
+        self,
+        state: ItemState,
+        case: Case,
+        ctx: CaseContext,
+        outcome: CheckOutcome,
+        judged: Judgement,
+        phase: str,
+        repro: str | None,
+    ) -> None:
         """One checked example: a row of the examples table; its arrays for the report where it failed (the final,
         shrunk example) or is the first example of a known issue on this op and target."""
         artifact = None
@@ -88,8 +121,17 @@ class CaseRecorder:
             if known is not None:
                 self._known_arrays.add(known)
         message = f"{outcome.message} [{judged.outside}]" if judged.outside else outcome.message
-        self.records.example(phase, state.examples, case.json, judged.verdict, outcome, message,
-                             judged.issue.id if judged.issue else None, repro, artifact)
+        self.records.example(
+            phase,
+            state.examples,
+            case.json,
+            judged.verdict,
+            outcome,
+            message,
+            judged.issue.id if judged.issue else None,
+            repro,
+            artifact,
+        )
 
     def _write_worst(self, state: ItemState) -> None:
         """The item's worst cases, with their arrays, for the cross-library page, which shows the worst per op,
@@ -103,8 +145,9 @@ class CaseRecorder:
             if previous is not None and kept.value <= previous[0]:
                 continue
             artifact = self.records.store.save_arrays(f"{state.nodeid}-worst-{against}", kept.arrays)
-            self.records.worst(self.base(state), state.nodeid, state.check, against, kept.value, kept.case_json,
-                               artifact, kept.extra)
+            self.records.worst(
+                self.base(state), state.nodeid, state.check, against, kept.value, kept.case_json, artifact, kept.extra
+            )
             if previous is not None:
                 (Path(self.records.run_dir) / previous[1]).unlink(missing_ok=True)
             self._worst_written[key] = (kept.value, artifact)

@@ -8,6 +8,7 @@ a failure raised with a rerun line.  The parts, each with one job: the frozen `R
 `ItemState` (an item's ledger), `CaseRecorder`, `IsaPrefetch`.  The plugin turns what this returns
 (`ItemEnd`, a skip reason, `CaseNotRunnable`) into pytest's outcomes.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from conformance.checks.registry import CheckOutcome, value_checks
+from conformance.devices import isa_feed
 from conformance.engine.case_sources import CaseSources, from_config
 from conformance.engine.cases import CaseCache
 from conformance.engine.config import RunConfig
@@ -26,7 +28,6 @@ from conformance.engine.ordering import variant_group
 from conformance.engine.prefetch import IsaPrefetch
 from conformance.engine.recorder import CaseRecorder
 from conformance.engine.worst import WorstCases
-from conformance.devices import isa_feed
 from conformance.spec import known_issues as ki
 from conformance.spec.item_ids import variant_key
 from conformance.spec.opspec import OpSpec
@@ -54,8 +55,10 @@ class ConformanceRun:
         self.options: frozenset[str] = frozenset({"baseline"} if baseline is not None else ())
         self.issues = IssueBook(cfg.known_issue_files, value_checks())
         folder = cfg.record_outputs or (cfg.run_dir / "outputs" if baseline is not None else None)
-        self.recorder = CaseRecorder(RecordWriter(cfg.run_dir, cfg.worker, environment),
-                                     OutputRecorder(folder, cfg.worker) if folder is not None else None)
+        self.recorder = CaseRecorder(
+            RecordWriter(cfg.run_dir, cfg.worker, environment),
+            OutputRecorder(folder, cfg.worker) if folder is not None else None,
+        )
         self.prefetch = IsaPrefetch(cfg.targets, self.cache)
         self.item: ItemState | None = None
         self.narrowed: dict[str, str] = {}  # op -> why its inputs are narrowed for the imported library
@@ -92,14 +95,22 @@ class ConformanceRun:
         key = (str(info.module_path), spec.name, info.target, info.dtype, info.mode, info.check)
         applicable = self._applicable.get(key)
         if applicable is None:
-            applicable = self._applicable[key] = [i for i in issues if i.applies_to(
-                spec.name, info.target, info.dtype, info.mode, info.check)]
+            applicable = self._applicable[key] = [
+                i for i in issues if i.applies_to(spec.name, info.target, info.dtype, info.mode, info.check)
+            ]
         member = spec.member
-        shared_key = (info.nodeid.split("::")[0], f"operation:{member.operation.name}", info.dtype, info.mode) \
-            if member is not None and member.shares_cases else None
-        self.item = state = ItemState(info, self.targets[info.target], applicable,
-                                      plan_key=variant_key(info.nodeid, info.test, info.dtype, info.mode),
-                                      shared_key=shared_key)
+        shared_key = (
+            (info.nodeid.split("::")[0], f"operation:{member.operation.name}", info.dtype, info.mode)
+            if member is not None and member.shares_cases
+            else None
+        )
+        self.item = state = ItemState(
+            info,
+            self.targets[info.target],
+            applicable,
+            plan_key=variant_key(info.nodeid, info.test, info.dtype, info.mode),
+            shared_key=shared_key,
+        )
         if member is not None and info.check == "reference":
             state.worst = WorstCases()
         self.prefetch.enter_group(variant_group(info.nodeid, info.test, info.dtype, info.mode, spec))
@@ -112,8 +123,13 @@ class ConformanceRun:
         if state is None:
             return ItemEnd()
         info = state.info
-        staleness = ki.Staleness() if self.replay is not None else self.issues.stale(  # one replayed case says nothing
-            info.nodeid, info.check, info.spec.name, state.applicable, state.in_scope, state.reproduced)
+        staleness = (
+            ki.Staleness()
+            if self.replay is not None
+            else self.issues.stale(  # one replayed case says nothing
+                info.nodeid, info.check, info.spec.name, state.applicable, state.in_scope, state.reproduced
+            )
+        )
         self.recorder.item_ended(state, staleness, interrupted=interrupted)
         if not passed:
             return ItemEnd(warnings=shown_warnings(state))
@@ -194,19 +210,25 @@ class ConformanceRun:
         if outcome is None:  # nothing for this check to look at in this case (e.g. the op raised)
             state.settled.add(case.key)
             return
-        state.count(judged, self._scoped(state, outcome, judged, features), counted,
-                    outcome.message if judged.verdict == "warning" else None)
+        state.count(
+            judged,
+            self._scoped(state, outcome, judged, features),
+            counted,
+            outcome.message if judged.verdict == "warning" else None,
+        )
         repro = self.repro_command(state.nodeid, case) if not outcome.passed else None
         self.recorder.example(state, case, ctx, outcome, judged, phase, repro)
         if judged.unexpected:
             state.failure_seen = True
             raise failure_class(state.check, outcome.cause or "failed")(
-                failure_message(state.where, outcome, judged, case.to_json(), str(self.run_dir), repro or ""))
+                failure_message(state.where, outcome, judged, case.to_json(), str(self.run_dir), repro or "")
+            )
         state.settled.add(case.key)
 
     @staticmethod
-    def _scoped(state: ItemState, outcome: CheckOutcome, judged: Judgement,
-                features: dict[str, Any]) -> list[ki.KnownIssue]:
+    def _scoped(
+        state: ItemState, outcome: CheckOutcome, judged: Judgement, features: dict[str, Any]
+    ) -> list[ki.KnownIssue]:
         """The entries in whose scope this case was; an entry that also covers a failure another entry explained
         could not show in it."""
         scoped = [i for i in state.applicable if i.in_scope(features)]

@@ -9,6 +9,7 @@ builds, so a machine that is slower in one run moves both and cancels out.  A sl
 more than the threshold (default 1.5x).  Virtual targets are not timed (their data is on the
 cpu: their time says nothing about a device).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,9 @@ def _block(fn: Callable[[], Any], calls: int, target: Target) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def time_pair(op: Callable[[], Any], calibration: Callable[[], Any], target: Target, *, rounds: int = 9,
-              block_s: float = 0.01) -> tuple[list[float], list[float]]:
+def time_pair(
+    op: Callable[[], Any], calibration: Callable[[], Any], target: Target, *, rounds: int = 9, block_s: float = 0.01
+) -> tuple[list[float], list[float]]:
     """Per-call seconds of `op` and `calibration`, block by block, alternating (warm-up first)."""
     for fn in (op, calibration):
         fn()
@@ -55,17 +57,18 @@ def time_pair(op: Callable[[], Any], calibration: Callable[[], Any], target: Tar
 def prepared_call(spec: OpSpec, target: Target, params: dict[str, Any], image: torch.Tensor) -> Callable[[], Any]:
     """The op's own call on the target, with no harness bookkeeping inside the timed loop."""
     if spec.module is not None:
-        module = target.put(spec.module.build(dict(params)))
-        sampled = None
-        if spec.module.sample is not None:
-            sampled = spec.module.sample(module, image, dict(params))
-        return lambda: spec.module.forward(module, image, params, sampled)
-    assert spec.call is not None
-    return lambda: spec.call(image, params)
+        declared = spec.module
+        module = target.put(declared.build(dict(params)))
+        sampled = None if declared.sample is None else declared.sample(module, image, dict(params))
+        return lambda: declared.forward(module, image, params, sampled)
+    call = spec.call
+    assert call is not None
+    return lambda: call(image, params)
 
 
-def measure(spec: OpSpec, target: Target, dtype: str, mode: str, shape_name: str, *, rounds: int = 9,
-            block_s: float = 0.01) -> Timing | None:
+def measure(
+    spec: OpSpec, target: Target, dtype: str, mode: str, shape_name: str, *, rounds: int = 9, block_s: float = 0.01
+) -> Timing | None:
     """One timing; None when the op does not declare parameters for this mode and shape."""
     if spec.timing is None:
         return None
@@ -74,8 +77,15 @@ def measure(spec: OpSpec, target: Target, dtype: str, mode: str, shape_name: str
         if shape[0] != 1:
             return None
         shape = shape[1:]
-    recipe = Recipe(height=shape[-2], width=shape[-1], channels=shape[-3], batch=tuple(shape[:-3]), dtype=dtype,
-                    content="noise", seed=0)
+    recipe = Recipe(
+        height=shape[-2],
+        width=shape[-1],
+        channels=shape[-3],
+        batch=tuple(shape[:-3]),
+        dtype=dtype,
+        content="noise",
+        seed=0,
+    )
     params = spec.timing(recipe, mode)
     if params is None:
         return None
@@ -83,22 +93,38 @@ def measure(spec: OpSpec, target: Target, dtype: str, mode: str, shape_name: str
     calibration_input = torch.zeros(shape, dtype=torch.float32, device=image.device)
     calibration_output = torch.empty_like(calibration_input)  # no allocation in the loop: page faults vary
     op = prepared_call(spec, target, params, image)
-    op_times, cal_times = time_pair(op, lambda: torch.add(calibration_input, 1, out=calibration_output), target,
-                                    rounds=rounds, block_s=block_s)
+    op_times, cal_times = time_pair(
+        op, lambda: torch.add(calibration_input, 1, out=calibration_output), target, rounds=rounds, block_s=block_s
+    )
     # The fastest block of each: interference from other processes only ever adds time, so the minimum
     # is the steadiest estimate of each on a shared machine, and their ratio cancels the machine's speed.
     fastest, fastest_cal = min(op_times), min(cal_times)
     median = statistics.median(op_times)
-    return Timing(spec.name, target.name, dtype, mode, shape_name, fastest, fastest_cal,
-                  (median - fastest) / fastest, fastest / fastest_cal)
+    return Timing(
+        spec.name,
+        target.name,
+        dtype,
+        mode,
+        shape_name,
+        fastest,
+        fastest_cal,
+        (median - fastest) / fastest,
+        fastest / fastest_cal,
+    )
 
 
 def timed_variants(spec: OpSpec) -> list[tuple[str, str]]:
     return [(d, m) for d, m in spec.variant_pairs() if d in TIMED_DTYPES and m not in spec.error_modes]
 
 
-def measure_all(specs: Iterable[OpSpec], targets: Iterable[Target], shapes: Iterable[str],
-                progress: Callable[[str], None] = lambda line: None, passes: int = 2, **how: Any) -> list[Timing]:
+def measure_all(
+    specs: Iterable[OpSpec],
+    targets: Iterable[Target],
+    shapes: Iterable[str],
+    progress: Callable[[str], None] = lambda line: None,
+    passes: int = 2,
+    **how: Any,
+) -> list[Timing]:
     """Every op, variant and shape on every real target, with one intra-op thread (what a data-loading
     worker has; on a shared machine a thread pool's waits are the largest noise).  `passes`: the whole
     set is measured that many times, minutes apart, and each timing keeps its fastest op and calibration
@@ -114,12 +140,15 @@ def measure_all(specs: Iterable[OpSpec], targets: Iterable[Target], shapes: Iter
                 if earlier is not None:
                     seconds = min(earlier.seconds, timing.seconds)
                     calibration = min(earlier.calibration_seconds, timing.calibration_seconds)
-                    timing = Timing(*timing.key, seconds, calibration, max(earlier.spread, timing.spread),
-                                    seconds / calibration)
+                    timing = Timing(
+                        *timing.key, seconds, calibration, max(earlier.spread, timing.spread), seconds / calibration
+                    )
                 best[timing.key] = timing
                 if n == passes - 1:
-                    progress(f"  {timing.op:28} {timing.target:8} {timing.dtype:8} {timing.mode:20} {timing.shape:13} "
-                             f"{timing.seconds * 1e6:12.1f} us  ({timing.ratio:.2f}x calibration)")
+                    progress(
+                        f"  {timing.op:28} {timing.target:8} {timing.dtype:8} {timing.mode:20} {timing.shape:13} "
+                        f"{timing.seconds * 1e6:12.1f} us  ({timing.ratio:.2f}x calibration)"
+                    )
         return list(best.values())
     finally:
         torch.set_num_threads(threads)
@@ -139,8 +168,9 @@ def _keep_freed_memory() -> None:
         pass
 
 
-def _one_pass(specs: list[OpSpec], targets: list[Target], shapes: list[str], progress: Callable[[str], None],
-              **how: Any) -> list[Timing]:
+def _one_pass(
+    specs: list[OpSpec], targets: list[Target], shapes: list[str], progress: Callable[[str], None], **how: Any
+) -> list[Timing]:
     found = []
     for target in targets:
         for spec in specs:
@@ -151,11 +181,11 @@ def _one_pass(specs: list[OpSpec], targets: list[Target], shapes: list[str], pro
                     try:
                         timing = measure(spec, target, dtype, mode, shape, **how)
                     except Exception as exc:  # noqa: BLE001 - an op that cannot run here is not timed
-                        progress(f"  {spec.name} {target.name} {dtype} {mode} {shape}: not timed "
-                                 f"({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})")
+                        progress(
+                            f"  {spec.name} {target.name} {dtype} {mode} {shape}: not timed "
+                            f"({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
+                        )
                         continue
                     if timing is not None:
                         found.append(timing)
     return found
-
-

@@ -7,6 +7,7 @@ each peer (a window around the worst pixel, at most WINDOW pixels a side), and w
 when the item ends: one artifact per comparison and item, whatever the number of cases.  Identical
 outputs keep nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,7 +42,7 @@ def _window(arrays: dict[str, np.ndarray], worst: tuple[int, ...], shape: tuple[
     for name, array in arrays.items():
         if array.shape == shape:
             image = array[lead] if lead else array
-            kept[name] = image[..., top:top + WINDOW, left:left + WINDOW].astype(np.float32)
+            kept[name] = image[..., top : top + WINDOW, left : left + WINDOW].astype(np.float32)
         elif array.ndim >= 3:
             image = array.reshape(-1, *array.shape[-3:])[0]
             step = max(1, math.ceil(max(image.shape[-2:]) / WINDOW))
@@ -79,16 +80,28 @@ class WorstCases:
         if metrics is not None and self._better("reference", metrics.max_abs):
             index = tuple(metrics.worst_index or _worst_index(output, ctx.expected))
             arrays = {"input": ctx.source.values, "reference": ctx.expected, "output": output}
-            self.kept["reference"] = Kept(float(metrics.max_abs), ctx.case.json, _window(arrays, index, output.shape),
-                                          {"metrics": metrics.to_dict()})
+            self.kept["reference"] = Kept(
+                float(metrics.max_abs),
+                ctx.case.json,
+                _window(arrays, index, output.shape),
+                {"metrics": metrics.to_dict()},
+            )
         peers, outputs = ctx.peers
         for name, entry in peers.items():
             if name in outputs and self._better(name, entry.get("max_abs")):
                 index = _worst_index(output, outputs[name])
-                arrays = {"input": ctx.source.values, "reference": ctx.expected, "output": output,
-                          "peer": outputs[name]}
-                self.kept[name] = Kept(float(entry["max_abs"]), ctx.case.json, _window(arrays, index, output.shape),
-                                       {"peer_library": entry.get("library"), "peer_target": entry.get("target")})
+                arrays = {
+                    "input": ctx.source.values,
+                    "reference": ctx.expected,
+                    "output": output,
+                    "peer": outputs[name],
+                }
+                self.kept[name] = Kept(
+                    float(entry["max_abs"]),
+                    ctx.case.json,
+                    _window(arrays, index, output.shape),
+                    {"peer_library": entry.get("library"), "peer_target": entry.get("target")},
+                )
 
     def take(self) -> dict[str, Kept]:
         kept, self.kept = self.kept, {}

@@ -13,6 +13,7 @@ Images are (..., C, H, W) float64 arrays whose valid range is [0, peak] (peak 1 
 - kornia's ColorJiggle primitives, as its docs define them: brightness adds (factor - 1), contrast
   scales the raw values, saturation scales S in HSV; each clamped to [0, 1].
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,8 +63,7 @@ def rgb_to_hsv(rgb: np.ndarray) -> np.ndarray:
     delta = high - low
     gray = delta == 0
     safe = np.where(gray, 1.0, delta)
-    sextant = np.where(r == high, (g - b) / safe,
-                       np.where(g == high, 2.0 + (b - r) / safe, 4.0 + (r - g) / safe))
+    sextant = np.where(r == high, (g - b) / safe, np.where(g == high, 2.0 + (b - r) / safe, 4.0 + (r - g) / safe))
     hue = np.where(gray, 0.0, np.mod(sextant / 6.0, 1.0))
     hue = np.where(hue >= 1.0, 0.0, hue)  # a tiny negative sextant rounds to 1.0 in the modulo
     sat = np.where(high > 0, delta / np.where(high > 0, high, 1.0), 0.0)

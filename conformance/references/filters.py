@@ -9,6 +9,7 @@ axis, applied separably, with the border reflected without repeating the edge pi
 Arrays are (..., C, H, W).  `kernel_size` and `sigma` are (x, y) pairs, x along W: torchvision's
 order (kornia's is (y, x): the case module maps it).  Nothing here imports a library under test.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ def gaussian_kernel1d(size: int, sigma: float) -> np.ndarray:
     if size < 1 or size % 2 == 0 or sigma <= 0:
         raise ValueError(f"a Gaussian kernel needs an odd positive size and a positive sigma, got {size}, {sigma}")
     offsets = np.arange(size, dtype=np.float64) - (size - 1) / 2
-    weights = np.exp(-(offsets ** 2) / (2.0 * sigma * sigma))
+    weights = np.exp(-(offsets**2) / (2.0 * sigma * sigma))
     return weights / weights.sum()
 
 

@@ -4,6 +4,7 @@ crop of an augmentation replayed from its sampled corners.
 Each output pixel is a copy of one input pixel (or a fill value), so an implementation must match
 exactly.  Arrays are (..., C, H, W); nothing here imports a library under test.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -34,7 +35,7 @@ def crop(image: np.ndarray, top: int, left: int, height: int, width: int, fill: 
     y0, y1 = max(top, 0), min(top + height, rows)
     x0, x1 = max(left, 0), min(left + width, cols)
     if y0 < y1 and x0 < x1:
-        out[..., y0 - top:y1 - top, x0 - left:x1 - left] = image[..., y0:y1, x0:x1]
+        out[..., y0 - top : y1 - top, x0 - left : x1 - left] = image[..., y0:y1, x0:x1]
     return out
 
 
@@ -57,10 +58,12 @@ def pad(image: np.ndarray, padding: Sequence[int], mode: str, fill: float = 0.0)
     widths = [(0, 0)] * (image.ndim - 2) + [(top, bottom), (left, right)]
     if mode == "constant":
         return np.pad(image, widths, mode="constant", constant_values=fill)
-    return np.pad(image, widths, mode=PAD_MODES[mode])
+    return np.pad(image, widths, mode=PAD_MODES[mode])  # type: ignore[call-overload]  # a str of numpy's modes
 
 
 def crop_each(images: np.ndarray, corners: Sequence[tuple[int, int]], height: int, width: int) -> np.ndarray:
     """A (B, C, H, W) batch cropped image by image: corners[b] = (top, left) of image b's window, which
     lies inside the image (a random crop samples it there)."""
-    return np.stack([image[:, top:top + height, left:left + width] for image, (top, left) in zip(images, corners)])
+    return np.stack(
+        [image[:, top : top + height, left : left + width] for image, (top, left) in zip(images, corners, strict=False)]
+    )

@@ -13,6 +13,7 @@ align_corners=False, and Pillow's convolution resampling for antialias:
                   max(in/out, 1); taps outside the image are dropped and the
                   remaining weights renormalised (as Pillow does).
 """
+
 from __future__ import annotations
 
 import math

@@ -19,6 +19,7 @@ dtype and returns `level / 255`; a float channel left unchanged is returned as i
 
 Arrays are (..., C, H, W) float64 holding the input's values; nothing here imports a library under test.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,10 +35,7 @@ def _planes(image: np.ndarray) -> np.ndarray:
 def float_levels(image: np.ndarray, dtype: str) -> np.ndarray:
     """8-bit levels of a float image in [0, 1]: x * 255 rounded to the input's dtype, then truncated
     (the product is computed in that dtype, as documented, so float32 rounding is part of the meaning)."""
-    if dtype == "float32":
-        scaled = (image.astype(np.float32) * np.float32(255)).astype(np.float64)
-    else:
-        scaled = image * 255.0
+    scaled = (image.astype(np.float32) * np.float32(255)).astype(np.float64) if dtype == "float32" else image * 255.0
     return np.clip(np.floor(scaled), 0, LEVELS - 1).astype(np.int64)
 
 

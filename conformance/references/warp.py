@@ -19,6 +19,7 @@ Sampling, at the source position (u, v):
 The inverse map is composed from the inverses of its factors (exact for multiples of 90 degrees),
 never from a numerical matrix inverse.  Nothing here imports a library under test.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,9 +61,15 @@ def rotation_inverse(angle: float, height: int, width: int) -> np.ndarray:
     return _shift(cx, cy) @ _linear(cos, -sin, sin, cos) @ _shift(-cx, -cy)
 
 
-def affine_inverse(angle: float, translate: Sequence[float], scale: float | Sequence[float],
-                   shear: Sequence[float], height: int, width: int,
-                   centre: tuple[float, float] | None = None) -> np.ndarray:
+def affine_inverse(
+    angle: float,
+    translate: Sequence[float],
+    scale: float | Sequence[float],
+    shear: Sequence[float],
+    height: int,
+    width: int,
+    centre: tuple[float, float] | None = None,
+) -> np.ndarray:
     """Output -> input map of T C R_cw(angle) S SHy SHx C^-1 (see the module docstring); `scale` is
     one factor or (x, y) factors (kornia's RandomAffine samples them apart)."""
     cx, cy = centre if centre is not None else center(height, width)
@@ -73,8 +80,7 @@ def affine_inverse(angle: float, translate: Sequence[float], scale: float | Sequ
     unshear_y = _linear(1.0, 0.0, tan_y, 1.0)
     unscale = _linear(1.0 / sx, 0.0, 0.0, 1.0 / sy)
     unrotate = _linear(cos, sin, -sin, cos)  # R_cw(angle)^-1 = R_cw(-angle)
-    return (_shift(cx, cy) @ unshear_x @ unshear_y @ unscale @ unrotate
-            @ _shift(-cx - translate[0], -cy - translate[1]))
+    return _shift(cx, cy) @ unshear_x @ unshear_y @ unscale @ unrotate @ _shift(-cx - translate[0], -cy - translate[1])
 
 
 def source_positions(inverse: np.ndarray, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:

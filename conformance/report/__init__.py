@@ -1,4 +1,3 @@
-"""The HTML diff report: `build_report(run_dir)` writes run_dir/index.html; `merge` combines runs."""
-from conformance.report.build import build_report
-
-__all__ = ["build_report"]
+"""What a run shows people: the HTML report (`build`: index.html; `crosslib`: crosslib.html; `figures` and
+`pictures`: a finding's pictures; `charts`: timings), `merge` of runs from several machines, and the
+terminal: the one-screen section at the end of a run (`terminal`, `table`)."""

@@ -4,22 +4,25 @@ The page is one file: index.html with its pictures embedded (PNG data URIs), no 
 Only failing and known-issue examples that kept arrays get pictures, so the report's
 size follows the failures, not the passing examples.
 """
+
 from __future__ import annotations
 
 import json
 import shutil
-import zipfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from conformance.report import crosslib, pictures
+from conformance.report import crosslib
+from conformance.report.charts import timing_charts
+from conformance.report.figures import detail_figures
 from conformance.store import examples
-from conformance.store.aggregate import VERDICT_ORDER, Summarizer
+from conformance.store.aggregate import Summarizer
 from conformance.store.reader import RunRecords, was_complete
+from conformance.store.tally import VERDICT_ORDER
+from conformance.store.timings import TimingsError, read
 from conformance.store.writer import write_atomically
 
 MAX_DETAILS = 200  # failure details with pictures; more are listed without them
@@ -41,18 +44,31 @@ def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[
     """Rows (op, dtype, mode) x columns (machine, target): the worst verdict over the checks."""
     columns: dict[tuple[str, str], dict[str, Any]] = {}
     cells: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
-    device_names = {(env.get("machine_label", ""), t["name"]): t.get("description", "")
-                    for env in environments for t in env.get("targets", [])}
+    device_names = {
+        (env.get("machine_label", ""), t["name"]): t.get("description", "")
+        for env in environments
+        for t in env.get("targets", [])
+    }
     for group in summary["groups"]:
         column = _column(group)
-        columns.setdefault(column, {"machine": column[0], "target": column[1], "virtual": group["virtual"],
-                                    "device": device_names.get(column, "")})
+        columns.setdefault(
+            column,
+            {
+                "machine": column[0],
+                "target": column[1],
+                "virtual": group["virtual"],
+                "device": device_names.get(column, ""),
+            },
+        )
         cell = cells[(group["op"], group["dtype"], group["mode"])].setdefault(
-            column, {"verdict": "pass", "examples": 0, "worst": None, "known_issues": set(), "anchor": None,
-                     "notes": []})
+            column,
+            {"verdict": "pass", "examples": 0, "worst": None, "known_issues": set(), "anchor": None, "notes": []},
+        )
         if group.get("diverges", {}).get("cpu"):
-            cell["notes"].append(f"{group['check']}: differs from the cpu in {group['diverges']['cpu']} case(s), "
-                                 f"where the cpu is the side off the reference")
+            cell["notes"].append(
+                f"{group['check']}: differs from the cpu in {group['diverges']['cpu']} case(s), "
+                f"where the cpu is the side off the reference"
+            )
         if _rank(group["verdict"]) < _rank(cell["verdict"]):
             cell["verdict"] = group["verdict"]
         cell["examples"] = max(cell["examples"], group["examples"])
@@ -64,16 +80,23 @@ def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[
     rows = []
     for (op, dtype, mode), by_column in cells.items():
         verdicts = [c["verdict"] for c in by_column.values()]
-        rows.append({"op": op, "dtype": dtype, "mode": mode, "worst_verdict": min(verdicts, key=_rank),
-                     "cells": [by_column.get(column) for column in ordered_columns]})
+        rows.append(
+            {
+                "op": op,
+                "dtype": dtype,
+                "mode": mode,
+                "worst_verdict": min(verdicts, key=_rank),
+                "cells": [by_column.get(column) for column in ordered_columns],
+            }
+        )
     rows.sort(key=lambda r: (_rank(r["worst_verdict"]), r["op"], r["dtype"], r["mode"]))
     return {"columns": [columns[c] for c in ordered_columns], "rows": rows}
 
 
 def _size(worst: dict[str, Any]) -> float:
     try:
-        return float(worst.get("max_abs"))
-    except (TypeError, ValueError):
+        return float(worst["max_abs"])
+    except (KeyError, TypeError, ValueError):
         return 0.0
 
 
@@ -112,7 +135,7 @@ class Findings:
         table, _ = examples.read_table(run_dir, where=where)
         columns = table.select(["machine", "nodeid", "check", "verdict", "phase", "detail"]).to_pydict()
         best: dict[tuple[str, str, str, str], tuple[tuple[int, int], int]] = {}
-        for index, (machine, nodeid, check, verdict, phase, detail) in enumerate(zip(*columns.values())):
+        for index, (machine, nodeid, check, verdict, phase, detail) in enumerate(zip(*columns.values(), strict=False)):
             key = (machine or "", nodeid, check, verdict)
             rank = (phase in ("final", "replay"), bool(detail) and '"artifact": "' in detail)
             if key not in best or rank > best[key][0]:
@@ -125,80 +148,22 @@ class Findings:
                 self.add(examples.record(values, known_issues))
 
     def records(self) -> list[dict[str, Any]]:
-        return sorted(self.chosen.values(),
-                      key=lambda r: (_rank(r["verdict"]), r["op"], r["target"], r["nodeid"], r["check"]))
-
-
-def _peak(dtype: str) -> float:
-    return 255.0 if dtype == "uint8" else 1.0
-
-
-def _pictures(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    """Panels, heatmap, crops and histogram for one detail; {} when its arrays were not kept."""
-    path = artifact_path(run_dir, record.get("artifact"))
-    if path is None:
-        return {"damaged": f"{record['artifact']} is not a file of this run's artifacts/ folder"} \
-            if record.get("artifact") else {}
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            arrays = {name: stored[name].astype(np.float64) for name in stored.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # a truncated or foreign file: no pictures
-        return {"damaged": f"{record['artifact']} could not be read"}
-    peak = _peak(record["dtype"])
-    panels = []
-    for name, label in (("input", "input"), ("reference", "reference"), ("baseline", "baseline output"),
-                        ("cpu", "cpu output"), ("output", f"{record['target']} output")):
-        if name in arrays and arrays[name].ndim >= 2:
-            picture = pictures.to_picture(arrays[name], peak)
-            panels.append({"label": label, "image": pictures.embed(picture),
-                           "picture": picture})
-    found: dict[str, Any] = {"panels": panels}
-    against = record.get("against") if record.get("against") in ("cpu", "baseline") else "reference"
-    if "output" in arrays and against in arrays and arrays["output"].shape == arrays[against].shape:
-        diff = pictures.difference(arrays["output"], arrays[against])
-        finite = diff[np.isfinite(diff)]
-        top = float(finite.max()) if finite.size else 0.0
-        tolerance = (record.get("tolerance") or {}).get("atol")
-        found["against"] = against
-        found["heatmap"] = pictures.embed(pictures.heatmap(diff, top))
-        found["scale"] = pictures.scale_label(top, "levels" if peak == 255 else "")
-        found["histogram"] = pictures.embed(pictures.histogram(diff, tolerance), side=None)
-        if max(diff.shape) > 2 * pictures.CROP_RADIUS + 1:
-            row, col = np.unravel_index(int(np.argmax(np.where(np.isfinite(diff), diff, np.inf))), diff.shape)
-            found["crops"] = [
-                {"label": panel["label"], "image": pictures.embed(
-                    pictures.crop_around(panel["picture"], int(row), int(col)), side=136)}
-                for i, panel in enumerate(panels) if panel["picture"].size == (diff.shape[1], diff.shape[0])]
-            found["crop_at"] = [int(row), int(col)]
-    for panel in panels:
-        del panel["picture"]
-    return found
-
-
-def artifact_path(run_dir: Path, artifact: Any) -> Path | None:
-    """The artifact's file if it is a plain file inside the run's artifacts/ folder (never a path
-    that leaves the run, an absolute path or a symlink: a store is data, and may come from elsewhere)."""
-    if not isinstance(artifact, str) or not artifact.startswith("artifacts/") or "\\" in artifact:
-        return None
-    parts = Path(artifact).parts  # artifacts/<file>, or artifacts/<machine>/<file> in a merged run
-    if not 2 <= len(parts) <= 3 or any(part in ("..", ".") for part in parts) or Path(artifact).is_absolute():
-        return None
-    steps = [run_dir.joinpath(*parts[:n]) for n in range(1, len(parts) + 1)]
-    if any(step.is_symlink() for step in steps) or not steps[-1].is_file():
-        return None
-    return steps[-1]
+        return sorted(
+            self.chosen.values(), key=lambda r: (_rank(r["verdict"]), r["op"], r["target"], r["nodeid"], r["check"])
+        )
 
 
 def details(chosen: list[dict[str, Any]], run_dir: Path) -> list[dict[str, Any]]:
     found = []
     for index, record in enumerate(chosen):
         detail = {
-            "anchor": f"detail-{index}", "record": record,
+            "anchor": f"detail-{index}",
+            "record": record,
             "case_json": json.dumps(record.get("case"), indent=1, sort_keys=True) if record.get("case") else "",
             "metrics": {k: v for k, v in (record.get("metrics") or {}).items() if v is not None},
         }
         if index < MAX_DETAILS:
-            detail |= _pictures(record, run_dir)
+            detail |= detail_figures(record, run_dir)
         found.append(detail)
     return found
 
@@ -209,7 +174,7 @@ def _link_cells(model: dict[str, Any], found: list[dict[str, Any]]) -> None:
         r = detail["record"]
         first.setdefault((r["op"], r["dtype"], r["mode"], r.get("machine", ""), r["target"]), detail["anchor"])
     for row in model["rows"]:
-        for column, cell in zip(model["columns"], row["cells"]):
+        for column, cell in zip(model["columns"], row["cells"], strict=False):
             if cell is not None:
                 cell["anchor"] = first.get((row["op"], row["dtype"], row["mode"], column["machine"], column["target"]))
                 cell["known_issues"] = sorted(cell["known_issues"])
@@ -223,8 +188,11 @@ def module_behaviours(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 def warnings(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Lesser findings (verdict "warning"), one per group, with the first message seen."""
-    return [group | {"message": next(iter(group.get("warnings") or {}), "")}
-            for group in summary["groups"] if group["verdict"] == "warning"]
+    return [
+        group | {"message": next(iter(group.get("warnings") or {}), "")}
+        for group in summary["groups"]
+        if group["verdict"] == "warning"
+    ]
 
 
 def baseline_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -238,8 +206,10 @@ def _number(value: Any) -> Any:
 
 
 def _template_environment() -> Environment:
-    env = Environment(loader=PackageLoader("conformance.report", "templates"),
-                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env = Environment(
+        loader=PackageLoader("conformance.report", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
     env.filters["number"] = _number
     return env
 
@@ -268,13 +238,25 @@ def build_report(run_dir: Path, *, title: str | None = None) -> Path:
     found = details(findings.records(), run_dir)
     _link_cells(model, found)
     crosslib_page = _crosslib_page(run_dir, summary, worst, title or run_dir.name)
-    html = _template_environment().get_template("index.html.j2").render(
-        crosslib_page=crosslib_page,
-        title=title or run_dir.name, summary=summary, matrix=model, details=found, environments=environments,
-        max_details=MAX_DETAILS, unlisted=len(findings.unlisted), modules=module_behaviours(summary),
-        warnings=warnings(summary), changed=baseline_changes(summary),
-        compared_with_baseline=any(g["check"] == "baseline" for g in summary["groups"]),
-        timing_charts=_timing_charts(run_dir))
+    html = (
+        _template_environment()
+        .get_template("index.html.j2")
+        .render(
+            crosslib_page=crosslib_page,
+            title=title or run_dir.name,
+            summary=summary,
+            matrix=model,
+            details=found,
+            environments=environments,
+            max_details=MAX_DETAILS,
+            unlisted=len(findings.unlisted),
+            modules=module_behaviours(summary),
+            warnings=warnings(summary),
+            changed=baseline_changes(summary),
+            compared_with_baseline=any(g["check"] == "baseline" for g in summary["groups"]),
+            timing_charts=_timing_charts(run_dir),
+        )
+    )
     index = run_dir / "index.html"
     write_atomically(index, html)
     return index
@@ -300,9 +282,6 @@ def _timing_charts(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "timings.json"
     if not path.is_file() or path.is_symlink():
         return []
-    from conformance.report.charts import timing_charts
-    from conformance.store.timings import TimingsError, read
-
     try:
         return timing_charts(read(path))
     except TimingsError:

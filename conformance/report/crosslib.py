@@ -7,6 +7,7 @@ each implementation's reference groups (verdicts, worst difference, and the cros
 measurement `peers`), and the `worst` records whose arrays are the worst cases.  Pairs are measured
 once (by the later implementation); the page shows each pair in both cells.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from conformance.spec.libraries import ORDER
 from conformance.report import pictures
-from conformance.store.aggregate import VERDICT_ORDER
+from conformance.report.figures import artifact_path
+from conformance.spec.libraries import ORDER
+from conformance.store.tally import VERDICT_ORDER
 
 MAX_CARDS = 400  # worst-case cards with pictures; beyond that cells show their numbers only
 
@@ -36,10 +38,12 @@ def _number(value: Any) -> float | None:
     return None if number != number else number
 
 
-def _target_order(target: str) -> tuple[int, str]:
+def _target_order(target: str) -> tuple[float, str]:
     kind = target.split(":")[0]
-    return ({"cpu": 0, "cuda": 1, "mps": 2, "xpu": 3, "vcuda": 4}.get(kind, 5) + (0.5 if target.startswith("cpu:") else 0),
-            target)
+    return (
+        {"cpu": 0, "cuda": 1, "mps": 2, "xpu": 3, "vcuda": 4}.get(kind, 5) + (0.5 if target.startswith("cpu:") else 0),
+        target,
+    )
 
 
 class WorstRecords:
@@ -51,8 +55,12 @@ class WorstRecords:
     def add(self, record: dict[str, Any]) -> None:
         if record.get("kind") != "worst":
             return
-        key = (str(record.get("machine", "")), str(record.get("op")), str(record.get("target")),
-               str(record.get("against")))
+        key = (
+            str(record.get("machine", "")),
+            str(record.get("op")),
+            str(record.get("target")),
+            str(record.get("against")),
+        )
         value = _number(record.get("max_abs"))
         previous = self.kept.get(key)
         if value is not None and (previous is None or value > (_number(previous.get("max_abs")) or 0)):
@@ -75,8 +83,9 @@ class Entry:
     anchor: str | None = None
 
 
-def _pair(found: dict[tuple[str, str], dict[str, Any]], key: tuple[str, str], info: dict[str, Any],
-          dtype: str, mode: str) -> None:
+def _pair(
+    found: dict[tuple[str, str], dict[str, Any]], key: tuple[str, str], info: dict[str, Any], dtype: str, mode: str
+) -> None:
     kept = found.setdefault(key, {"library": info.get("library"), "max_abs": None, "compared": 0, "skipped": {}})
     kept["compared"] += int(info.get("compared", 0) or 0)
     for reason, count in (info.get("skipped") or {}).items():
@@ -89,8 +98,12 @@ def _pair(found: dict[tuple[str, str], dict[str, Any]], key: tuple[str, str], in
 def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None:
     """Rows, columns and cells of the page; None when the run checked no operation's implementations."""
     operations = summary.get("operations") or {}
-    implementation = {impl["op"]: (name, impl) for name, described in operations.items()
-                      for impl in described.get("implementations", []) if isinstance(impl, dict) and "op" in impl}
+    implementation = {
+        impl["op"]: (name, impl)
+        for name, described in operations.items()
+        for impl in described.get("implementations", [])
+        if isinstance(impl, dict) and "op" in impl
+    }
     if not implementation:
         return None
     entries: dict[tuple[str, str, str], Entry] = {}  # (machine, op, target)
@@ -101,8 +114,9 @@ def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None
         key = (str(group.get("machine", "")), group["op"], group["target"])
         entry = entries.get(key)
         if entry is None:
-            entry = entries[key] = Entry(group["op"], implementation[group["op"]][1].get("library", "?"),
-                                         group["target"], key[0])
+            entry = entries[key] = Entry(
+                group["op"], implementation[group["op"]][1].get("library", "?"), group["target"], key[0]
+            )
         if _rank(group["verdict"]) < _rank(entry.verdict):
             entry.verdict = group["verdict"]
         entry.examples = max(entry.examples, int(group.get("examples", 0)))
@@ -112,42 +126,68 @@ def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None
         worst_here = group.get("worst") or {}
         value = _number(worst_here.get("max_abs"))
         if value is not None and (entry.reference is None or value > entry.reference["max_abs"]):
-            entry.reference = {"max_abs": value, "atol": worst_here.get("atol"), "tolerance": worst_here.get("tolerance"),
-                               "dtype": group["dtype"], "mode": group["mode"]}
+            entry.reference = {
+                "max_abs": value,
+                "atol": worst_here.get("atol"),
+                "tolerance": worst_here.get("tolerance"),
+                "dtype": group["dtype"],
+                "mode": group["mode"],
+            }
         for other, info in (group.get("peers") or {}).items():
             if isinstance(info, dict):
-                measured.append((key, (other, str(info.get("target", group["target"]))), info, group["dtype"],
-                                 group["mode"]))
+                measured.append(
+                    (key, (other, str(info.get("target", group["target"]))), info, group["dtype"], group["mode"])
+                )
     for (machine, op, target), (other, other_target), info, dtype, mode in measured:
         _pair(entries[(machine, op, target)].pairs, (other, other_target), info, dtype, mode)
         mirror = entries.get((machine, other, other_target))
         if mirror is not None:
             _pair(mirror.pairs, (op, target), info | {"library": entries[(machine, op, target)].library}, dtype, mode)
-    columns = sorted({(e.machine, e.library, e.target) for e in entries.values()},
-                     key=lambda c: (c[0], ORDER.index(c[1]) if c[1] in ORDER else len(ORDER), c[1], _target_order(c[2])))
+    columns = sorted(
+        {(e.machine, e.library, e.target) for e in entries.values()},
+        key=lambda c: (c[0], ORDER.index(c[1]) if c[1] in ORDER else len(ORDER), c[1], _target_order(c[2])),
+    )
     rows = []
     for name in sorted({implementation[e.op][0] for e in entries.values()}):
         cells = []
         for machine, library, target in columns:
-            found = sorted((e for e in entries.values() if implementation[e.op][0] == name and e.machine == machine
-                            and e.library == library and e.target == target), key=lambda e: e.op)
+            found = sorted(
+                (
+                    e
+                    for e in entries.values()
+                    if implementation[e.op][0] == name
+                    and e.machine == machine
+                    and e.library == library
+                    and e.target == target
+                ),
+                key=lambda e: e.op,
+            )
             cells.append(found)
         verdicts = [e.verdict for cell in cells for e in cell]
-        rows.append({"operation": name, "described": operations[name], "cells": cells,
-                     "worst_verdict": min(verdicts, key=_rank) if verdicts else "pass"})
+        rows.append(
+            {
+                "operation": name,
+                "described": operations[name],
+                "cells": cells,
+                "worst_verdict": min(verdicts, key=_rank) if verdicts else "pass",
+            }
+        )
     rows.sort(key=lambda r: (_rank(r["worst_verdict"]), r["operation"]))
-    return {"columns": [{"machine": m, "library": lib, "target": t} for m, lib, t in columns], "rows": rows,
-            "entries": entries}
+    return {
+        "columns": [{"machine": m, "library": lib, "target": t} for m, lib, t in columns],
+        "rows": rows,
+        "entries": entries,
+    }
 
 
 def cards(found: dict[str, Any], worst: WorstRecords, run_dir: Path) -> list[dict[str, Any]]:
     """Pictures of each cell's worst cases (against the reference and each other library)."""
-    from conformance.report.build import artifact_path
-
     made: list[dict[str, Any]] = []
     for (machine, op, target), entry in sorted(found["entries"].items()):
-        kept = sorted((r for (m, o, t, _), r in worst.kept.items() if (m, o, t) == (machine, op, target)),
-                      key=lambda r: (r.get("against") != "reference", str(r.get("against"))))
+        kept = sorted(
+            (r for (m, o, t, _), r in worst.kept.items() if (m, o, t) == (machine, op, target)),
+            key=lambda r: (r.get("against") != "reference", str(r.get("against"))),
+        )
         if not kept or len(made) >= MAX_CARDS:
             continue
         entry.anchor = f"card-{len(made)}"
@@ -158,10 +198,14 @@ def cards(found: dict[str, Any], worst: WorstRecords, run_dir: Path) -> list[dic
 
 def _comparison(record: dict[str, Any], path: Path | None) -> dict[str, Any]:
     against = str(record.get("against"))
-    shown: dict[str, Any] = {"against": against, "record": record,
-                             "case_json": json.dumps(record.get("case"), sort_keys=True) if record.get("case") else "",
-                             "label": "the reference" if against == "reference" else
-                             f"{record.get('peer_library') or against} ({against} on {record.get('peer_target')})"}
+    shown: dict[str, Any] = {
+        "against": against,
+        "record": record,
+        "case_json": json.dumps(record.get("case"), sort_keys=True) if record.get("case") else "",
+        "label": "the reference"
+        if against == "reference"
+        else f"{record.get('peer_library') or against} ({against} on {record.get('peer_target')})",
+    }
     if path is None:
         return shown | {"missing": "no arrays were kept"}
     try:
@@ -172,8 +216,12 @@ def _comparison(record: dict[str, Any], path: Path | None) -> dict[str, Any]:
     peak = 255.0 if record.get("dtype") == "uint8" else 1.0
     other = "reference" if against == "reference" else "peer"
     panels = []
-    for name, label in (("input", "input"), ("reference", "reference"), ("peer", shown["label"]),
-                        ("output", f"{record.get('op')} output")):
+    for name, label in (
+        ("input", "input"),
+        ("reference", "reference"),
+        ("peer", shown["label"]),
+        ("output", f"{record.get('op')} output"),
+    ):
         if name in arrays and arrays[name].ndim >= 2:
             panels.append({"label": label, "image": pictures.embed(pictures.to_picture(arrays[name], peak))})
     shown["panels"] = panels

@@ -5,6 +5,7 @@ Journal records are streamed from each run into the merged folder; each run's ex
 copied as one Parquet file with its machine label.  The same run given twice (or a copy of it) is
 refused: every example would count twice.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,9 +55,14 @@ def _digest(path: Path) -> str:
 
 def _fingerprints(run_dir: Path) -> tuple[set[str], str]:
     """Digests of the run's non-empty journal and example files, and of its environment files together."""
-    files = {_digest(p) for p in [*sorted((run_dir / "outcomes").glob("*.jsonl")), *examples.files(run_dir)]
-             if p.stat().st_size}
-    environment = hashlib.sha256(b"".join(_digest(p).encode() for p in sorted((run_dir / "environment").glob("*.json"))))
+    files = {
+        _digest(p)
+        for p in [*sorted((run_dir / "outcomes").glob("*.jsonl")), *examples.files(run_dir)]
+        if p.stat().st_size
+    }
+    environment = hashlib.sha256(
+        b"".join(_digest(p).encode() for p in sorted((run_dir / "environment").glob("*.json")))
+    )
     return files, environment.hexdigest()
 
 
@@ -73,8 +79,10 @@ def check_duplicates(run_dirs: list[Path]) -> None:
         files, environment = _fingerprints(run_dir)
         for other, other_files, other_environment in prints:
             if files & other_files and environment == other_environment:
-                raise MergeError(f"{run_dir} and {other} hold the same records (a copy of one run): "
-                                 f"merging them would count every example twice")
+                raise MergeError(
+                    f"{run_dir} and {other} hold the same records (a copy of one run): "
+                    f"merging them would count every example twice"
+                )
         prints.append((run_dir, files, environment))
 
 
@@ -88,7 +96,7 @@ def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None)
     check_duplicates(run_dirs)
     names = _labels(run_dirs, labels)
     complete, torn_total = True, 0
-    for run_dir, label in zip(run_dirs, names):
+    for run_dir, label in zip(run_dirs, names, strict=False):
         tag = safe_name(label, 60)
         records = RunRecords(run_dir)
         complete = complete and was_complete(run_dir)
@@ -101,10 +109,16 @@ def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None)
                 stream.write(json.dumps(json_safe(record), separators=(",", ":")) + "\n")
         table, torn = examples.read_table(run_dir)
         torn_total += records.torn + torn
-        table = table.set_column(table.schema.get_field_index("detail"), "detail", pa.array(
-            [_relocated(detail, run_dir, out, tag) for detail in table.column("detail").to_pylist()], pa.string()))
-        table = table.set_column(table.schema.get_field_index("machine"), "machine",
-                                 pa.array([label] * table.num_rows, pa.string()))
+        table = table.set_column(
+            table.schema.get_field_index("detail"),
+            "detail",
+            pa.array(
+                [_relocated(detail, run_dir, out, tag) for detail in table.column("detail").to_pylist()], pa.string()
+            ),
+        )
+        table = table.set_column(
+            table.schema.get_field_index("machine"), "machine", pa.array([label] * table.num_rows, pa.string())
+        )
         (out / examples.FOLDER).mkdir(exist_ok=True)
         examples.write_parquet(table, out / examples.FOLDER / f"{tag}.parquet")
         for path in sorted((run_dir / "environment").glob("*.json"))[:1]:

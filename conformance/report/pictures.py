@@ -1,5 +1,6 @@
 """Pictures for failure details, drawn with Pillow: image panels, an amplified diff heatmap
 (its colour scale is drawn by the page), crops around the worst pixel, and a histogram of differences."""
+
 from __future__ import annotations
 
 import base64
@@ -29,11 +30,6 @@ def to_picture(array: np.ndarray, peak: float) -> Image.Image:
     return Image.fromarray(hwc[..., 0] if hwc.shape[2] == 1 else hwc)
 
 
-def enlarge(picture: Image.Image, side: int = PANEL_SIDE) -> Image.Image:
-    scale = max(1, side // max(picture.size))
-    return picture.resize((picture.width * scale, picture.height * scale), Image.Resampling.NEAREST)
-
-
 def display_scale(picture: Image.Image, side: int = PANEL_SIDE) -> int:
     """How much the page enlarges a picture (pixelated, in CSS) so small images can be seen."""
     return max(1, side // max(picture.size))
@@ -49,7 +45,7 @@ def heatmap(diff: np.ndarray, top: float) -> Image.Image:
     """Differences 0..top as a colour ramp (amplified: top is the largest difference, not the range)."""
     level = np.clip(diff / top, 0, 1) if top > 0 else np.zeros_like(diff)
     gray = Image.fromarray(np.rint(level * 255).astype(np.uint8))
-    return ImageOps.colorize(gray, **HEAT)
+    return ImageOps.colorize(gray, black=HEAT["black"], white=HEAT["white"], mid=HEAT["mid"])
 
 
 def scale_label(top: float, unit: str) -> str:
@@ -58,8 +54,12 @@ def scale_label(top: float, unit: str) -> str:
 
 
 def crop_around(picture: Image.Image, row: int, col: int, radius: int = CROP_RADIUS) -> Image.Image:
-    box = (max(0, col - radius), max(0, row - radius), min(picture.width, col + radius + 1),
-           min(picture.height, row + radius + 1))
+    box = (
+        max(0, col - radius),
+        max(0, row - radius),
+        min(picture.width, col + radius + 1),
+        min(picture.height, row + radius + 1),
+    )
     return picture.crop(box)
 
 
@@ -91,5 +91,8 @@ def embed(picture: Image.Image, side: int | None = PANEL_SIDE) -> dict[str, obje
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG", compress_level=6)
     scale = display_scale(picture, side) if side else 1
-    return {"src": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"),
-            "width": picture.width * scale, "height": picture.height * scale}
+    return {
+        "src": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"),
+        "width": picture.width * scale,
+        "height": picture.height * scale,
+    }

@@ -7,15 +7,24 @@ line each, and warnings aggregated per op, target and cause (the largest first; 
 report).  Variants that failed are listed first.  `python -m conformance summary RUN` prints every
 variant (`format_table(full=True)`) and the ops x targets matrix.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from typing import Any
 
-from conformance.store.aggregate import VERDICT_ORDER
+from conformance.store.tally import VERDICT_ORDER
 
-SYMBOLS = {"fail": "F", "error": "E", "known_issue": "k", "warning": "w", "resource": "R", "interrupted": "I",
-           "skipped": "s", "pass": "."}
+SYMBOLS = {
+    "fail": "F",
+    "error": "E",
+    "known_issue": "k",
+    "warning": "w",
+    "resource": "R",
+    "interrupted": "I",
+    "skipped": "s",
+    "pass": ".",
+}
 QUIET = ("pass", "skipped")  # verdicts the table leaves to the matrix
 NEW = ("fail", "error", "interrupted", "resource")  # what a run's first line is about
 WARNING_LINES = 8  # aggregated warnings shown at the end of a run; the rest are counted
@@ -63,7 +72,9 @@ def _variant_rows(summary: dict[str, Any]) -> list[tuple[str, ...]]:
 
 def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    return [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() for row in rows
+    ]
 
 
 def _matrix(summary: dict[str, Any], row_of: str) -> list[str]:
@@ -80,8 +91,10 @@ def _matrix(summary: dict[str, Any], row_of: str) -> list[str]:
     ordered = sorted(columns, key=lambda c: (columns[c], known.index(c) if c in known else len(known), c))
     header = ("family" if row_of == "family" else "op", *(c + ("*" if columns[c] else "") for c in ordered))
     names = sorted({name for name, _ in cells})
-    body = [(name, *(SYMBOLS.get(_worst_verdict(cells[(name, c)]), "?") if (name, c) in cells else " "
-                     for c in ordered)) for name in names]
+    body = [
+        (name, *(SYMBOLS.get(_worst_verdict(cells[(name, c)]), "?") if (name, c) in cells else " " for c in ordered))
+        for name in names
+    ]
     legend = "  ".join(f"{symbol} {verdict.replace('_', ' ')}" for verdict, symbol in SYMBOLS.items())
     return [*_aligned([header, *body]), f"legend: {legend}  (blank: not run; * virtual target)"]
 
@@ -98,12 +111,19 @@ def format_table(summary: dict[str, Any], *, full: bool = False) -> list[str]:
     shown = table if full else [r for r in table if r[5].replace(" ", "_") not in QUIET]
     if not table:
         return ["no outcomes recorded"]
-    lines = _aligned([header, *shown]) if shown else [
-        f"all {len(table)} test item variants passed or were skipped (none failed, errored, hit a known issue, "
-        f"warned, changed or was interrupted)"]
+    lines = (
+        _aligned([header, *shown])
+        if shown
+        else [
+            f"all {len(table)} test item variants passed or were skipped (none failed, errored, hit a known issue, "
+            f"warned, changed or was interrupted)"
+        ]
+    )
     if len(shown) < len(table) and shown:
-        lines.append(f"({len(table) - len(shown)} more variants passed or were skipped: in the matrix below, "
-                     f"summary.json and the HTML report)")
+        lines.append(
+            f"({len(table) - len(shown)} more variants passed or were skipped: in the matrix below, "
+            f"summary.json and the HTML report)"
+        )
     return [*lines, "", *format_matrix(summary)]
 
 
@@ -117,9 +137,13 @@ def format_modules(summary: dict[str, Any], *, broken_only: bool = False) -> lis
             key = (row["op"], _target(row))
             seen[key].update(row["behaviours"])
             verdicts[key] = _worst_verdict([verdicts.get(key, "pass"), row["verdict"]])
-    return [f"  {op} on {target}: " + "; ".join(f"{b} ({n} cases)" for b, n in sorted(counts.items()))
-            + f" -> {verdicts[(op, target)].replace('_', ' ')}" for (op, target), counts in sorted(seen.items())
-            if not broken_only or verdicts[(op, target)] not in QUIET]
+    return [
+        f"  {op} on {target}: "
+        + "; ".join(f"{b} ({n} cases)" for b, n in sorted(counts.items()))
+        + f" -> {verdicts[(op, target)].replace('_', ' ')}"
+        for (op, target), counts in sorted(seen.items())
+        if not broken_only or verdicts[(op, target)] not in QUIET
+    ]
 
 
 def _plural(count: int, word: str) -> str:
@@ -144,8 +168,10 @@ def _warning_lines(summary: dict[str, Any]) -> list[str]:
     for (op, check, cause), entry in ordered[:WARNING_LINES]:
         message = entry["message"].split(" at ")[0]
         message = message if len(message) <= 90 else message[:87] + "..."
-        lines.append(f"  {op} on {', '.join(sorted(entry['targets']))}: {check} ({cause or 'warning'}) in "
-                     f"{entry['cases']:,} cases: {message}")
+        lines.append(
+            f"  {op} on {', '.join(sorted(entry['targets']))}: {check} ({cause or 'warning'}) in "
+            f"{entry['cases']:,} cases: {message}"
+        )
     if len(ordered) > WARNING_LINES:
         lines.append(f"  ... and {len(ordered) - WARNING_LINES} more: the report's warnings table")
     return lines
@@ -162,44 +188,57 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
     items = Counter(g["verdict"] for g in groups)
     bad = [g for g in groups if g["verdict"] in NEW]
     totals = summary.get("totals", {})
-    counts = ", ".join(f"{n:,} {v.replace('_', ' ')}" for v, n in sorted(items.items(), key=lambda kv: (
-        VERDICT_ORDER.index(kv[0]) if kv[0] in VERDICT_ORDER else 99)))
+    counts = ", ".join(
+        f"{n:,} {v.replace('_', ' ')}"
+        for v, n in sorted(items.items(), key=lambda kv: VERDICT_ORDER.index(kv[0]) if kv[0] in VERDICT_ORDER else 99)
+    )
     outcomes = sum(v for k, v in totals.items() if k != "interrupted")
-    head = (f"{_plural(len(bad), 'item')} failed, errored, ran out of memory or were interrupted"
-            if bad else "no new failure")
+    head = (
+        f"{_plural(len(bad), 'item')} failed, errored, ran out of memory or were interrupted"
+        if bad
+        else "no new failure"
+    )
     lines = [f"{head}: {_plural(len(groups), 'item')} ({counts}); {_plural(outcomes, 'checked outcome')}"]
     if bad:
         rows = [r for r in _variant_rows(summary) if r[5].replace(" ", "_") in NEW]
         shown = rows[:LISTED_VARIANTS]
-        lines += _aligned([("op", "target", "dtype", "mode", "examples", "result", "worst check: max |diff| / atol"),
-                           *shown])
+        lines += _aligned(
+            [("op", "target", "dtype", "mode", "examples", "result", "worst check: max |diff| / atol"), *shown]
+        )
         if len(rows) > len(shown):
             lines.append(f"... and {len(rows) - len(shown)} more variants: python -m conformance summary RUN")
     lines += _matrix(summary, "family")
     known = sorted({k for g in groups for k in g["known_issues"]})
     if known:
         hit = [g for g in groups if g["known_issues"]]
-        lines.append(f"known issues: {_plural(len(known), 'entry')} reproduced in {_plural(len(hit), 'item')} "
-                     f"({totals.get('known_issue', 0):,} cases): the report's known-issue table")
+        lines.append(
+            f"known issues: {_plural(len(known), 'entry')} reproduced in {_plural(len(hit), 'item')} "
+            f"({totals.get('known_issue', 0):,} cases): the report's known-issue table"
+        )
     unused = [] if selected else summary.get("unused_known_issues", [])
     if unused:
         lines.append(f"known issues applying to no item of this run ({len(unused)}): {_ids(unused)}")
     unreproduced = [] if selected else summary.get("unreproduced_known_issues", [])
     if unreproduced:
-        lines.append(f"known issues matching no failure in this run's draws ({len(unreproduced)}): "
-                     f"{_ids(unreproduced)}")
+        lines.append(
+            f"known issues matching no failure in this run's draws ({len(unreproduced)}): {_ids(unreproduced)}"
+        )
     notes = summary.get("notes") or []
     if notes:
         entries = sorted({n["issue"] for n in notes})
-        lines.append(f"notes: {_plural(len(entries), 'strict known issue')} did not reproduce in {len(notes)} cells, "
-                     f"with too few cases in scope to call them fixed ({', '.join(entries[:5])}"
-                     f"{', ...' if len(entries) > 5 else ''}): summary.json notes")
+        lines.append(
+            f"notes: {_plural(len(entries), 'strict known issue')} did not reproduce in {len(notes)} cells, "
+            f"with too few cases in scope to call them fixed ({', '.join(entries[:5])}"
+            f"{', ...' if len(entries) > 5 else ''}): summary.json notes"
+        )
     broken = format_modules(summary, broken_only=True)
     if broken:
         lines += ["modules left on the cpu that broke their promise (unmoved):", *broken]
     warned = [g for g in groups if g["verdict"] == "warning"]
     if warned:
-        lines.append(f"warnings (a cost, not a wrong answer; never fail the gate): {_plural(len(warned), 'item')}, "
-                     f"{totals.get('warning', 0):,} cases; per op, cause and targets:")
+        lines.append(
+            f"warnings (a cost, not a wrong answer; never fail the gate): {_plural(len(warned), 'item')}, "
+            f"{totals.get('warning', 0):,} cases; per op, cause and targets:"
+        )
         lines += _warning_lines(summary)
     return lines

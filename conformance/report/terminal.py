@@ -1,4 +1,6 @@
-"""What a run prints at its end: the conformance section of pytest's terminal summary (one screen)."""
+"""What a run prints: the header at its start, and at its end the conformance section of pytest's terminal
+summary (one screen)."""
+
 from __future__ import annotations
 
 import json
@@ -7,11 +9,41 @@ from typing import Any
 
 import pytest
 
+from conformance.devices.environment import header_lines
+from conformance.report.build import build_report
+from conformance.report.table import format_section
+from conformance.store.aggregate import write_summary
 
-def write_section(terminalreporter: Any, config: pytest.Config, run_dir: Path, narrowed: dict[str, str],
-                  report_path: Path | None, report_error: str | None) -> None:
-    from conformance.report.table import format_section
 
+def header(
+    environment: dict[str, Any], run_dir: Path, workers: int | None, chosen: str | None, virtual_off: str | None
+) -> list[str]:
+    """The header lines of a conformance session: versions, devices and targets, why virtual targets are off
+    (if they are), the hypothesis profile, the processes (`chosen`: the worker count `python -m conformance run`
+    chose itself) and the run folder."""
+    if workers:
+        processes = f"{workers} pytest-xdist workers" + (
+            " (chosen by `python -m conformance run`: one per core of this machine; -n 0 runs in one process)"
+            if chosen and str(chosen) == str(workers)
+            else ""
+        )
+    else:
+        processes = "one process (-n N for pytest-xdist workers)"
+    return (
+        header_lines(environment)
+        + ([f"conformance: virtual targets off: {virtual_off}"] if virtual_off else [])
+        + [f"conformance: hypothesis profile {environment['hypothesis_profile']}; {processes}; run folder {run_dir}"]
+    )
+
+
+def write_section(
+    terminalreporter: Any,
+    config: pytest.Config,
+    run_dir: Path,
+    narrowed: dict[str, str],
+    report_path: Path | None,
+    report_error: str | None,
+) -> None:
     summary_path = run_dir / "summary.json"
     if not summary_path.is_file():
         return
@@ -22,27 +54,26 @@ def write_section(terminalreporter: Any, config: pytest.Config, run_dir: Path, n
     for line in format_section(summary, selected=selected):
         write(line)
     if narrowed:
-        write(f"narrowed for the imported library versions: {'; '.join(f'{op}: {why}' for op, why in sorted(narrowed.items()))}")
+        reasons = "; ".join(f"{op}: {why}" for op, why in sorted(narrowed.items()))
+        write(f"narrowed for the imported library versions: {reasons}")
     if summary["torn_lines"]:
         write(f"warning: {summary['torn_lines']} torn record line(s) skipped")
     write(f"results: {summary_path}")
     if report_path:
         write(f"report: {report_path}")
     if report_error:
-        write(f"warning: the HTML report could not be built ({report_error}); retry with: "
-              f"python -m conformance report {run_dir}")
+        write(
+            f"warning: the HTML report could not be built ({report_error}); retry with: "
+            f"python -m conformance report {run_dir}"
+        )
 
 
 def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, str | None]:
     """At the end of the session (controller or single process): summary.json, the HTML report and
     the `latest` link.  Returns (report path, why the report failed)."""
-    from conformance.store.aggregate import write_summary
-
     write_summary(run_dir, complete=not interrupted)
     report_path, report_error = None, None
     try:
-        from conformance.report import build_report
-
         report_path = build_report(run_dir)
     except Exception as exc:  # noqa: BLE001 - the report must never turn a run's verdict into a crash
         report_error = f"{type(exc).__name__}: {exc}"

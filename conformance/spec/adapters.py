@@ -6,6 +6,7 @@ wrappers give each library its form and put the result back in the case's shape,
 implementation's call is only its parameter mapping.  They copy pixels, so an implementation
 using them for a host library declares `host_only` (the copy is by design there).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -15,12 +16,12 @@ import numpy as np
 import torch
 
 HostImage = np.ndarray  # H x W x C
-NUMPY_DTYPES = {torch.uint8: np.uint8, torch.float32: np.float32, torch.float64: np.float64}
 
 
 def batched(function: Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]) -> Callable[..., torch.Tensor]:
     """For (B, C, H, W) libraries: leading dims folded into one batch (one added for a single image)
     and restored on the output."""
+
     def call(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         lead = image.shape[:-3]
         output = function(image.reshape(-1, *image.shape[-3:]), params)
@@ -30,12 +31,14 @@ def batched(function: Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]) ->
     return call
 
 
-def per_host_image(function: Callable[[HostImage, dict[str, Any]], HostImage], *,
-                   channelwise: bool = False) -> Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]:
+def per_host_image(
+    function: Callable[[HostImage, dict[str, Any]], HostImage], *, channelwise: bool = False
+) -> Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]:
     """For host libraries (Pillow, OpenCV): each image of the batch as an H x W x C numpy array of the
     input's dtype; the function returns an H' x W' x C' array (or H' x W' for one channel).
     `channelwise`: the function gets one channel at a time (H x W x 1), for libraries that take
     only some channel counts and an op that treats channels alike."""
+
     def call(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         host = image.detach().cpu()
         lead, (channels, height, width) = host.shape[:-3], host.shape[-3:]
@@ -43,7 +46,7 @@ def per_host_image(function: Callable[[HostImage, dict[str, Any]], HostImage], *
         outputs = []
         for one in images:
             if channelwise:
-                planes = [_hwc(function(np.ascontiguousarray(one[..., c:c + 1]), params)) for c in range(channels)]
+                planes = [_hwc(function(np.ascontiguousarray(one[..., c : c + 1]), params)) for c in range(channels)]
                 outputs.append(np.concatenate(planes, axis=2))
             else:
                 outputs.append(_hwc(function(np.ascontiguousarray(one), params)))
@@ -79,18 +82,25 @@ def from_pil(picture: Any) -> HostImage:
 
 
 def _pillow_holds(image: HostImage) -> bool:
-    return (image.dtype == np.uint8 and image.shape[2] in PIL_MODES) or (image.dtype == np.float32 and image.shape[2] == 1)
+    return (image.dtype == np.uint8 and image.shape[2] in PIL_MODES) or (
+        image.dtype == np.float32 and image.shape[2] == 1
+    )
 
 
-def pillow_image_op(function: Callable[[Any, dict[str, Any]], Any]) -> Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]:
+def pillow_image_op(
+    function: Callable[[Any, dict[str, Any]], Any],
+) -> Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]:
     """For Pillow: function(Pillow image, params) -> Pillow image, on each image of the batch.  An image
     no Pillow mode holds (2 channels, or float with several) goes through one channel at a time ('L'
     or 'F'): right for ops that treat channels alike."""
+
     def on_array(image: HostImage, params: dict[str, Any]) -> HostImage:
         if _pillow_holds(image):
             return from_pil(function(to_pil(image), params))
-        planes = [from_pil(function(to_pil(np.ascontiguousarray(image[..., c:c + 1])), params))
-                  for c in range(image.shape[2])]
+        planes = [
+            from_pil(function(to_pil(np.ascontiguousarray(image[..., c : c + 1])), params))
+            for c in range(image.shape[2])
+        ]
         return np.concatenate(planes, axis=2)
 
     on_array.__qualname__ = getattr(function, "__qualname__", "pillow_image_op")

@@ -3,6 +3,7 @@
 One module owns it, light enough for the plugin to import without torch: ids are written at
 parametrization and read back by the xdist scheduler, the store and known-issue bookkeeping.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple

@@ -13,29 +13,7 @@ how often (`max_case_fraction`: of the item's cases in scope).  A failure in sco
 but outside the envelope is not this known issue: it fails the gate, saying which
 bound it broke, so a broad entry cannot hide a new regression in the same op.
 An entry about a value check (reference, cross_device, fidelity) needs a numeric
-bound; others need at least `match` or a bound.
-
-File format (TOML), one `[[issue]]` table per entry:
-
-    [[issue]]
-    id = "vision-8399-cpu-uint8-bicubic"        # unique, used in messages
-    op = "resize"                               # glob over op names
-    targets = ["cpu"]                           # globs; default ["*"]
-    dtypes = ["uint8"]                          # globs; default ["*"]
-    modes = ["bicubic*"]                        # globs; default ["*"]
-    checks = ["reference"]                      # globs; default ["*"]
-    where = { out_width = 1, channels = [3, 4] } # case features (value or list); default: every case
-    match = "INTERNAL ASSERT"                   # regex searched in the failure message; default: any
-    max_abs = 44                                # largest |difference| it explains (the check's max abs diff)
-    max_mismatch_fraction = 0.3                 # largest fraction of elements beyond the tolerance it explains
-    max_case_fraction = 0.25                    # how often it may fail among the item's cases in scope
-    min_case_fraction = 0.3                     # how often at least it fails among cases in scope (deep sweeps)
-    max_psnr_gap = 20                           # fidelity: most dB it may lose beyond the reference
-    min_psnr = 6                                # PSNR-judged checks: the lowest PSNR it explains
-    versions = { torchvision = ">=0.16" }       # PEP 440 specifiers over the imported versions; default: any
-    link = "https://github.com/pytorch/vision/issues/8399"
-    reason = "why it diverges"
-    strict = true                               # false: may or may not reproduce
+bound; others need at least `match` or a bound.  The file format and its reader: conformance.spec.issue_files.
 
 Strict, judged with the sample size: an entry that reproduced in none of the n cases in its scope of a
 cell (op, target, dtype, mode: every check item of it) fails the cell's last item as fixed only when,
@@ -43,24 +21,18 @@ reproducing in `min_case_fraction` of its cases (default DEFAULT_MIN_CASE_FRACTI
 measured it), it would have shown in n cases but for a chance below FIXED_ALPHA; otherwise too few cases
 were in scope to tell, and the item only notes it (a short `--max-examples` run stays green).
 """
+
 from __future__ import annotations
 
 import fnmatch
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from conformance.spec import versions as imported
 
-from conformance import versions as imported
-from conformance.spec.tables import check_fields, read_entries
-
-_LIST_FIELDS = ("targets", "dtypes", "modes", "checks")
-_BOUNDS = ("max_abs", "max_mismatch_fraction", "max_case_fraction", "max_psnr_gap", "min_psnr")
-_FIELDS = {"id", "op", "link", "reason", "strict", "versions", "where", "match", "min_case_fraction", *_LIST_FIELDS,
-           *_BOUNDS}
+BOUNDS = ("max_abs", "max_mismatch_fraction", "max_case_fraction", "max_psnr_gap", "min_psnr")
 # One-sided binomial test: a known issue reproducing more often than its envelope allows fails its item
 # only when chance explains the excess with probability below this (no false alarms on a few cases).
 CASE_FRACTION_ALPHA = 1e-3
@@ -70,7 +42,6 @@ FIXED_ALPHA = 1e-3
 # The least share of its in-scope cases an entry is assumed to reproduce in, where no sweep measured it
 # (min_case_fraction): 25 cases in scope without one are then needed to call it fixed.
 DEFAULT_MIN_CASE_FRACTION = 0.25
-_LINK_PREFIXES = ("https://", "http://", "docs/")
 
 
 class KnownIssuesError(ValueError):
@@ -119,11 +90,18 @@ class KnownIssue:
 
     def applies_to(self, op: str, target: str, dtype: str, mode: str, check: str = "*") -> bool:
         """Whether the entry is about this test item (one check of one op, target, dtype and mode)."""
+
         def hit(value: str, patterns: tuple[str, ...]) -> bool:
             return any(fnmatch.fnmatchcase(value, p) for p in patterns)
 
-        return (fnmatch.fnmatchcase(op, self.op) and hit(target, self.targets) and hit(dtype, self.dtypes)
-                and hit(mode, self.modes) and (check == "*" or hit(check, self.checks)) and self.versions_apply())
+        return (
+            fnmatch.fnmatchcase(op, self.op)
+            and hit(target, self.targets)
+            and hit(dtype, self.dtypes)
+            and hit(mode, self.modes)
+            and (check == "*" or hit(check, self.checks))
+            and self.versions_apply()
+        )
 
     def in_scope(self, features: dict[str, object]) -> bool:
         """Whether a case (by its features) is one this entry is about."""
@@ -131,8 +109,11 @@ class KnownIssue:
 
     def covers(self, check: str, message: str, features: dict[str, object]) -> bool:
         """Whether a failing check of one case is in this entry's scope (check, features, message)."""
-        return (any(fnmatch.fnmatchcase(check, p) for p in self.checks) and self.in_scope(features)
-                and (self.match is None or re.search(self.match, message) is not None))
+        return (
+            any(fnmatch.fnmatchcase(check, p) for p in self.checks)
+            and self.in_scope(features)
+            and (self.match is None or re.search(self.match, message) is not None)
+        )
 
     def outside(self, metrics: Any, details: dict[str, Any] | None = None) -> list[str]:
         """Which bounds of the envelope a failure's metrics (or, for fidelity, its PSNRs) break (empty: within it)."""
@@ -145,10 +126,14 @@ class KnownIssue:
             broken.append(f"max abs diff {metrics.max_abs:g} > {self.max_abs:g}")
         if metrics is not None and self.min_psnr is not None and float(metrics.psnr) < self.min_psnr:
             broken.append(f"PSNR {float(metrics.psnr):.2f} dB < {self.min_psnr:g} dB")
-        if (metrics is not None and self.max_mismatch_fraction is not None
-                and metrics.mismatch_fraction > self.max_mismatch_fraction):
-            broken.append(f"{metrics.mismatch_fraction:.2%} of elements beyond the tolerance > "
-                          f"{self.max_mismatch_fraction:.2%}")
+        if (
+            metrics is not None
+            and self.max_mismatch_fraction is not None
+            and metrics.mismatch_fraction > self.max_mismatch_fraction
+        ):
+            broken.append(
+                f"{metrics.mismatch_fraction:.2%} of elements beyond the tolerance > {self.max_mismatch_fraction:.2%}"
+            )
         return broken
 
     def too_often(self, reproduced: int, in_scope: int) -> str | None:
@@ -158,13 +143,16 @@ class KnownIssue:
         chance = binomial_tail(reproduced, in_scope, self.max_case_fraction)
         if chance >= CASE_FRACTION_ALPHA:
             return None
-        return (f"outside the envelope of known issue {self.id}: it reproduced in {reproduced} of {in_scope} cases in "
-                f"its scope ({reproduced / in_scope:.0%}), where it allows {self.max_case_fraction:.0%} (chance of this "
-                f"many: {chance:.1e}): a new regression inside its scope, or an entry to re-measure ({self.link})")
+        return (
+            f"outside the envelope of known issue {self.id}: it reproduced in {reproduced} of {in_scope} cases in "
+            f"its scope ({reproduced / in_scope:.0%}), where it allows {self.max_case_fraction:.0%} (chance of this "
+            f"many: {chance:.1e}): a new regression inside its scope, or an entry to re-measure ({self.link})"
+        )
 
     def envelope(self) -> dict[str, object]:
-        found: dict[str, object] = {name: getattr(self, name) for name in (*_BOUNDS, "min_case_fraction")
-                                    if getattr(self, name) is not None}
+        found: dict[str, object] = {
+            name: getattr(self, name) for name in (*BOUNDS, "min_case_fraction") if getattr(self, name) is not None
+        }
         if self.where:
             found["where"] = {k: list(v) for k, v in self.where}
         if self.match:
@@ -172,8 +160,13 @@ class KnownIssue:
         return found
 
     def to_dict(self) -> dict[str, object]:
-        return {"id": self.id, "link": self.link, "reason": self.reason, "strict": self.strict,
-                "envelope": self.envelope()}
+        return {
+            "id": self.id,
+            "link": self.link,
+            "reason": self.reason,
+            "strict": self.strict,
+            "envelope": self.envelope(),
+        }
 
 
 def binomial_tail(k: int, n: int, p: float) -> float:
@@ -184,97 +177,19 @@ def binomial_tail(k: int, n: int, p: float) -> float:
         return 0.0
     if p >= 1:
         return 1.0
+
     def log_term(i: int) -> float:
-        return (math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
-                + i * math.log(p) + (n - i) * math.log1p(-p))
+        return (
+            math.lgamma(n + 1)
+            - math.lgamma(i + 1)
+            - math.lgamma(n - i + 1)
+            + i * math.log(p)
+            + (n - i) * math.log1p(-p)
+        )
+
     terms = [log_term(i) for i in range(k, n + 1)]
     top = max(terms)
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
-
-
-def _parse_entry(raw: dict, where: str, value_checks: tuple[str, ...]) -> KnownIssue:
-    check_fields(raw, _FIELDS, ("id", "op", "link", "reason"), where, KnownIssuesError)
-    if not raw["link"].startswith(_LINK_PREFIXES):
-        raise KnownIssuesError(f"{where}: link must be an http(s) URL or a docs/ path, got {raw['link']!r}")
-    values: dict[str, object] = {k: raw[k] for k in ("id", "op", "link", "reason")}
-    for name in _LIST_FIELDS:
-        if name in raw:
-            items = raw[name]
-            if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
-                raise KnownIssuesError(f"{where}: {name!r} must be a non-empty list of strings")
-            values[name] = tuple(items)
-    if "strict" in raw:
-        if not isinstance(raw["strict"], bool):
-            raise KnownIssuesError(f"{where}: 'strict' must be true or false")
-        values["strict"] = raw["strict"]
-    versions = raw.get("versions", {})
-    if not isinstance(versions, dict):
-        raise KnownIssuesError(f"{where}: 'versions' must be a table like {{ torchvision = \">=0.16\" }}")
-    for package, spec in versions.items():
-        try:
-            SpecifierSet(spec)
-        except (InvalidSpecifier, TypeError):
-            raise KnownIssuesError(f"{where}: invalid version specifier {spec!r} for {package}") from None
-    values["versions"] = tuple(sorted(versions.items()))
-    scope = raw.get("where", {})
-    if not isinstance(scope, dict):
-        raise KnownIssuesError(f"{where}: 'where' must be a table like {{ out_width = 1 }}")
-    for name, allowed in scope.items():
-        if isinstance(allowed, (dict, list)) and (not allowed or isinstance(allowed, dict)):
-            raise KnownIssuesError(f"{where}: where.{name} must be a value or a non-empty list of values")
-    values["where"] = tuple(sorted((k, tuple(v) if isinstance(v, list) else (v,)) for k, v in scope.items()))
-    if "match" in raw:
-        try:
-            re.compile(raw["match"])
-        except (re.error, TypeError) as exc:
-            raise KnownIssuesError(f"{where}: 'match' is not a valid regular expression: {exc}") from None
-        values["match"] = raw["match"]
-    for name in _BOUNDS:
-        if name in raw:
-            value = raw[name]
-            fraction = name.endswith("_fraction")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
-                    or (fraction and value > 1):
-                limit = "a fraction from 0 to 1" if fraction else "a number >= 0"
-                raise KnownIssuesError(f"{where}: {name!r} must be {limit}, got {value!r}")
-            values[name] = float(value)
-    if "min_case_fraction" in raw:
-        value = raw["min_case_fraction"]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-            raise KnownIssuesError(f"{where}: 'min_case_fraction' must be a fraction above 0 and at most 1, "
-                                   f"got {value!r}")
-        if value > values.get("max_case_fraction", 1.0):  # type: ignore[operator]
-            raise KnownIssuesError(f"{where}: 'min_case_fraction' {value} is above 'max_case_fraction' "
-                                   f"{values['max_case_fraction']}")
-        values["min_case_fraction"] = float(value)
-    _require_envelope(raw, values, where, value_checks)
-    return KnownIssue(source=where, **values)  # type: ignore[arg-type]
-
-
-def _require_envelope(raw: dict, values: dict[str, object], where: str, value_checks: tuple[str, ...]) -> None:
-    """Every entry says how far off and how often (or, for non-value checks, which message) it explains."""
-    bounded = any(name in values for name in _BOUNDS)
-    checks = values.get("checks", ("*",))
-    about_values = any(fnmatch.fnmatchcase(check, pattern) for check in value_checks for pattern in checks)
-    if about_values and not bounded:
-        raise KnownIssuesError(f"{where}: entry {raw['id']!r} needs an envelope: max_abs, max_mismatch_fraction or "
-                               f"max_case_fraction (how far off, how often; max_psnr_gap, min_psnr for PSNR-judged "
-                               f"checks), since it is about a value check ({', '.join(value_checks)})")
-    if not bounded and "match" not in values:
-        raise KnownIssuesError(f"{where}: entry {raw['id']!r} needs an envelope: 'match' (which failure message) "
-                               f"or a bound (max_abs, max_mismatch_fraction, max_case_fraction)")
-
-
-def load(path: Path, *, value_checks: tuple[str, ...]) -> list[KnownIssue]:
-    """Parse one file; any defect is a KnownIssuesError naming the file and entry.  `value_checks`: the checks
-    that judge values (conformance.checks.registry), about which an entry needs an envelope."""
-    issues = [_parse_entry(raw, where, value_checks) for raw, where in read_entries(path, "issue", KnownIssuesError)]
-    seen: set[str] = set()
-    for issue in issues:
-        if issue.id in seen:
-            raise KnownIssuesError(f"{issue.source}: duplicate id {issue.id!r}")
-        seen.add(issue.id)
-    return issues
 
 
 @dataclass

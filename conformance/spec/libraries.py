@@ -1,9 +1,49 @@
-"""The libraries an operation can be implemented in, as reports name them (light: no torch import).
+"""The libraries the harness knows, each declared once (light: no torch import).
 
-The cross-library page orders its columns this way; an implementation may name another library.
+A `Library` record names the distribution pip installs, the module it imports as, the implementations it
+offers to operations (the names reports use, and the default op-name suffix), and whether its code is
+under test.  Everything else reads these records: the imported versions (conformance.spec.versions), the
+environment a run records (conformance.devices.environment), the cross-library page's column order, and the
+test that references never enter a library under test.  Adding a library is one record here (and its
+package in pyproject's extras).
 """
-TV2, TV1, KORNIA, PILLOW, OPENCV = "torchvision v2", "torchvision v1", "kornia", "Pillow", "OpenCV"
-TVIO, TORCHCODEC = "torchvision.io", "TorchCodec"
-ORDER = (TV2, TV1, KORNIA, PILLOW, OPENCV, TVIO, TORCHCODEC)
-# the default op-name suffix of each library's implementation (`<operation>_<suffix>`)
-SUFFIXES = {TV2: "tv2", TV1: "tv1", KORNIA: "kornia", PILLOW: "pil", OPENCV: "cv2", TVIO: "tv", TORCHCODEC: "torchcodec"}
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The implementation names reports use (an Implementation's `library`)
+TV2, TV1, TVIO = "torchvision v2", "torchvision v1", "torchvision.io"
+KORNIA, PILLOW, OPENCV, TORCHCODEC = "kornia", "Pillow", "OpenCV", "TorchCodec"
+
+
+@dataclass(frozen=True)
+class Library:
+    package: str  # the distribution pip installs, as its metadata names it
+    module: str  # the module it imports as
+    implementations: tuple[tuple[str, str], ...] = ()  # (name in reports, default op-name suffix)
+    under_test: bool = True  # the suite checks its code; False: the harness's own stack
+    reference_backend: bool = False  # a reference may be built on it where it does not implement the operation
+
+
+LIBRARIES: tuple[Library, ...] = (
+    Library("torch", "torch"),
+    Library("torchvision", "torchvision", ((TV2, "tv2"), (TV1, "tv1"), (TVIO, "tv"))),
+    Library("kornia", "kornia", ((KORNIA, "kornia"),)),
+    Library("Pillow", "PIL", ((PILLOW, "pil"),), reference_backend=True),  # its libjpeg is the JPEG reference
+    Library("opencv-python-headless", "cv2", ((OPENCV, "cv2"),)),
+    Library("torchcodec", "torchcodec", ((TORCHCODEC, "torchcodec"),)),
+    Library("hypothesis", "hypothesis", under_test=False),
+    Library("numpy", "numpy", under_test=False),
+    Library("pytest", "pytest", under_test=False),
+    Library("pytest-xdist", "xdist", under_test=False),
+)
+
+ORDER = tuple(name for library in LIBRARIES for name, _ in library.implementations)  # the page's columns
+SUFFIXES = {name: suffix for library in LIBRARIES for name, suffix in library.implementations}
+IMPORT_NAMES = {library.package: library.module for library in LIBRARIES}  # distribution -> module
+
+
+def implementing(name: str) -> Library | None:
+    """The library that offers the implementation named `name` in reports (None for a name of one's own)."""
+    return next((lib for lib in LIBRARIES if any(name == n for n, _ in lib.implementations)), None)

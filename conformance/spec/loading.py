@@ -1,4 +1,5 @@
 """Loading case modules by path (outside pytest): for timings, ISA worker processes and benchmarks."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,6 +21,9 @@ def load_specs(case_paths: list[Path]) -> list[OpSpec]:
         assert module_spec is not None and module_spec.loader is not None
         module = importlib.util.module_from_spec(module_spec)
         module_spec.loader.exec_module(module)
-        specs.extend(obj.conformance_spec for name, obj in sorted(vars(module).items())
-                     if name.startswith("test_") and hasattr(obj, "conformance_spec"))
+        specs.extend(
+            obj.conformance_spec
+            for name, obj in sorted(vars(module).items())
+            if name.startswith("test_") and hasattr(obj, "conformance_spec")
+        )
     return specs

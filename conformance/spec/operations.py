@@ -27,9 +27,9 @@ check, known issue, baseline and report works unchanged.  What the operation add
   reference check is the gate, and a library that strays from the documented meaning fails (or is
   a known issue) there.  The report's cross-library page shows the numbers.
 """
+
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,74 +39,18 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from conformance.spec.implementations import OMIT, Implementation, calling, expected_error, module_of, reference_of
+from conformance.spec.libraries import SUFFIXES
+from conformance.spec.opspec import OpSpec, ParamStrategy, _default_recipes
+from conformance.spec.recipes import Recipe
 from conformance.spec.tolerances import Rule
-from conformance.spec.recipes import Case, Recipe
-from conformance.spec.opspec import ExpectedError, ModuleOp, OpSpec, ParamStrategy, _default_recipes
-
-OMIT = "omit"  # the params key listing the optional keywords a case leaves out
-
-from conformance.spec.libraries import KORNIA, OPENCV, PILLOW, SUFFIXES, TORCHCODEC, TV1, TV2, TVIO  # noqa: F401 - re-exported
-
-Default = Any  # a documented default value, or a function of the other params giving it
-
-
-@dataclass(frozen=True, kw_only=True)
-class Implementation:
-    """One library's implementation of an operation.
-
-    library:   the library, as the cross-library page names it (TV2, KORNIA, PILLOW, ...).
-    call:      (tensor on the target, params) -> output.  `params` holds the operation's keywords in its
-               own names and units, without those the case leaves out and this library has a default
-               for: the function maps them to the library's arguments (see `keywords`).
-    module:    instead of `call`, an nn.Module (ModuleOp); build/forward get the same params.
-    name:      the op name (default `<operation>_<suffix>`); keep existing names stable.
-    defaults:  the documented default of each optional keyword this library lets callers leave out,
-               in the operation's units (a value, or a function of the other params).
-    dtypes, modes: the subset of the operation's it implements (default: all).
-    raises:    error mode -> what this library raises for that invalid input (a class, classes, or an
-               ExpectedError); error modes it does not reject are left out of its variants.
-    tolerances: rules tried before the operation's (e.g. a library computing in fixed point).
-    host_only: why it runs on the cpu only (a host library such as Pillow or OpenCV): no items on
-               other targets; accelerators' implementations are compared with its cpu output.
-    recipes:   recipes of its own (it then draws its own cases instead of the operation's).
-    spec:      any other OpSpec field (needs, requires, precondition, keeps_memory_format, ...).
-    """
-
-    library: str
-    call: Callable[[Any, dict[str, Any]], Any] | None = None
-    module: ModuleOp | None = None
-    name: str = ""
-    suffix: str = ""
-    description: str = ""
-    defaults: Mapping[str, Default] = field(default_factory=dict)
-    dtypes: Sequence[str] | None = None
-    modes: Sequence[str] | None = None
-    raises: Mapping[str, Any] = field(default_factory=dict)
-    tolerances: Sequence[Rule] = ()
-    host_only: str = ""
-    recipes: Callable[[str], st.SearchStrategy[Recipe]] | None = None
-    spec: Mapping[str, Any] = field(default_factory=dict)
-
-    def passed(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The keywords this library is called with: those left out where it has a default are dropped."""
-        left_out = set(params.get(OMIT, ()))
-        return {k: v for k, v in params.items() if k != OMIT and not (k in left_out and k in self.defaults)}
-
-    def effective(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """What the call means: keywords left out take this library's documented default."""
-        found = {k: v for k, v in params.items() if k != OMIT}
-        for name in params.get(OMIT, ()):
-            if name in self.defaults:
-                default = self.defaults[name]
-                found[name] = default(found) if callable(default) else default
-        return found
 
 
 @dataclass(frozen=True, eq=False)
 class Membership:
     """What an implementation's OpSpec knows of its operation (OpSpec.member)."""
 
-    operation: "Operation"
+    operation: Operation
     implementation: Implementation
     index: int  # its position among the operation's implementations
     shares_cases: bool  # it checks the operation's cases (no recipes of its own)
@@ -125,36 +69,18 @@ class Membership:
     def describe(self) -> dict[str, Any]:
         """What the report shows of an implementation: library, documented defaults, where it runs."""
         impl = self.implementation
-        return {"library": impl.library, "host_only": impl.host_only,
-                "defaults": {k: (f"f(params): {getattr(v, '__doc__', '') or getattr(v, '__name__', 'a function')}"
-                                 .strip() if callable(v) else v) for k, v in impl.defaults.items()}}
-
-
-def keywords(params: Mapping[str, Any], **mapping: str | tuple[str, Callable[[Any], Any]] | None) -> dict[str, Any]:
-    """A library's keyword arguments from the params it is called with: `keywords(p, sigma="sigma_x",
-    interpolation=("mode", to_library_mode))` renames and converts the keywords present in `p`, and
-    leaves out those absent (the library's default then applies)."""
-    found = {}
-    for name, how in mapping.items():
-        if name not in params:
-            continue
-        if how is None:
-            found[name] = params[name]
-        elif isinstance(how, str):
-            found[how] = params[name]
-        else:
-            found[how[0]] = how[1](params[name])
-    return found
-
-
-@st.composite
-def _with_omissions(draw: st.DrawFn, params: st.SearchStrategy[dict[str, Any]],
-                    optional: tuple[str, ...]) -> dict[str, Any]:
-    drawn = dict(draw(params))
-    left_out = [name for name in optional if name in drawn and draw(st.booleans(), label=f"leave_out_{name}")]
-    if left_out:
-        drawn[OMIT] = left_out
-    return drawn
+        return {
+            "library": impl.library,
+            "host_only": impl.host_only,
+            "defaults": {
+                k: (
+                    f"f(params): {getattr(v, '__doc__', '') or getattr(v, '__name__', 'a function')}".strip()
+                    if callable(v)
+                    else v
+                )
+                for k, v in impl.defaults.items()
+            },
+        }
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -197,12 +123,16 @@ class Operation:
                 raise ValueError(f"operation {self.name!r}, {impl.library}: give exactly one of call= or module=")
             unknown = set(impl.defaults) - set(self.optional_keywords())
             if unknown:
-                raise ValueError(f"operation {self.name!r}, {impl.library}: defaults for {sorted(unknown)}, which are "
-                                 f"not optional keywords of the operation ({self.optional_keywords()})")
+                raise ValueError(
+                    f"operation {self.name!r}, {impl.library}: defaults for {sorted(unknown)}, which are "
+                    f"not optional keywords of the operation ({self.optional_keywords()})"
+                )
             unknown = set(impl.raises) - set(self.invalid)
             if unknown:
-                raise ValueError(f"operation {self.name!r}, {impl.library}: raises for {sorted(unknown)}, which are "
-                                 f"not error modes of the operation ({list(self.invalid)})")
+                raise ValueError(
+                    f"operation {self.name!r}, {impl.library}: raises for {sorted(unknown)}, which are "
+                    f"not error modes of the operation ({list(self.invalid)})"
+                )
 
     def optional_in(self, mode: str) -> tuple[str, ...]:
         return tuple(self.optional(mode) if callable(self.optional) else self.optional)
@@ -227,40 +157,69 @@ class Operation:
 
     def _spec(self, index: int, impl: Implementation) -> OpSpec:
         name = self._name(impl)
-        pairs = [(d, m) for d, m in self.variant_pairs()
-                 if (impl.dtypes is None or d in impl.dtypes) and (impl.modes is None or m in impl.modes)
-                 and (m not in self.invalid or m in impl.raises)]
+        pairs = [
+            (d, m)
+            for d, m in self.variant_pairs()
+            if (impl.dtypes is None or d in impl.dtypes)
+            and (impl.modes is None or m in impl.modes)
+            and (m not in self.invalid or m in impl.raises)
+        ]
         if not pairs:
             raise ValueError(f"operation {self.name!r}: {name} implements none of its (dtype, mode) variants")
         fields: dict[str, Any] = dict(self.spec) | dict(impl.spec)
         fields["params"] = _omitting(self.params, self.optional_in)
-        fields["error_modes"] = {mode: _expected(self.invalid[mode], raised) for mode, raised in impl.raises.items()}
+        fields["error_modes"] = {
+            mode: expected_error(self.invalid[mode], raised) for mode, raised in impl.raises.items()
+        }
         if impl.recipes is not None:
             fields.pop("mode_recipes", None)
             fields["recipes"] = impl.recipes
         elif "mode_recipes" not in fields:
             fields["recipes"] = self.recipes
         if impl.call is not None:
-            fields["call"] = _calling(impl)
+            fields["call"] = calling(impl)
         else:
-            fields["module"] = _module(impl)
+            fields["module"] = module_of(impl)
         return OpSpec(
-            name=name, description=impl.description or f"{impl.library}: {self.description or self.name}",
-            reference=_reference(self.reference, impl), dtypes=tuple(dict.fromkeys(d for d, _ in pairs)),
-            modes=tuple(dict.fromkeys(m for _, m in pairs)), variants=pairs,
-            tolerances=[*impl.tolerances, *self.tolerances], host_only=impl.host_only,
-            member=Membership(self, impl, index, shares_cases=impl.recipes is None), **fields)
+            name=name,
+            description=impl.description or f"{impl.library}: {self.description or self.name}",
+            reference=reference_of(self.reference, impl),
+            dtypes=tuple(dict.fromkeys(d for d, _ in pairs)),
+            modes=tuple(dict.fromkeys(m for _, m in pairs)),
+            variants=pairs,
+            tolerances=[*impl.tolerances, *self.tolerances],
+            host_only=impl.host_only,
+            member=Membership(self, impl, index, shares_cases=impl.recipes is None),
+            **fields,
+        )
 
     def describe(self) -> dict[str, Any]:
         """The operation as the run records it (once per worker) for the cross-library page."""
-        return {"name": self.name, "description": self.description, "optional": self.optional_keywords(),
-                "implementations": [{"op": spec.name, "dtypes": list(spec.dtypes), "modes": list(spec.modes),
-                                     **spec.member.describe()} for spec in self.specs()]}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "optional": self.optional_keywords(),
+            "implementations": [
+                {"op": spec.name, "dtypes": list(spec.dtypes), "modes": list(spec.modes), **spec.member.describe()}
+                for spec in self.specs()
+            ],
+        }
 
     def tests(self) -> dict[str, Callable[..., None]]:
         """`test_<name>` per implementation: `globals().update(OPERATION.tests())` in a case module."""
         source = sys._getframe(1).f_globals.get("__file__")
         return {f"test_{spec.name}": spec.test(source=source) for spec in self.specs()}
+
+
+@st.composite
+def _with_omissions(
+    draw: st.DrawFn, params: st.SearchStrategy[dict[str, Any]], optional: tuple[str, ...]
+) -> dict[str, Any]:
+    drawn = dict(draw(params))
+    left_out = [name for name in optional if name in drawn and draw(st.booleans(), label=f"leave_out_{name}")]
+    if left_out:
+        drawn[OMIT] = left_out
+    return drawn
 
 
 def _omitting(params: ParamStrategy, optional: Callable[[str], tuple[str, ...]]) -> ParamStrategy:
@@ -269,37 +228,3 @@ def _omitting(params: ParamStrategy, optional: Callable[[str], tuple[str, ...]])
         return _with_omissions(params(recipe, mode), keys) if keys else params(recipe, mode)
 
     return drawn
-
-
-def _expected(why: str, raised: Any) -> ExpectedError:
-    return raised if isinstance(raised, ExpectedError) else ExpectedError(why, raised)
-
-
-def _calling(impl: Implementation) -> Callable[[Any, dict[str, Any]], Any]:
-    call = impl.call
-    assert call is not None
-
-    def call_library(image: Any, params: dict[str, Any]) -> Any:
-        return call(image, impl.passed(params))
-
-    call_library.__qualname__ = getattr(call, "__qualname__", "call_library")
-    return call_library
-
-
-def _module(impl: Implementation) -> ModuleOp:
-    module = impl.module
-    assert module is not None
-    sample = module.sample
-    return dataclasses.replace(
-        module, build=lambda params: module.build(impl.passed(params)),
-        forward=lambda m, image, params, sampled: module.forward(m, image, impl.passed(params), sampled),
-        sample=None if sample is None else lambda m, image, params: sample(m, image, impl.passed(params)),
-        bounds=None if module.bounds is None else lambda params: module.bounds(impl.passed(params)))
-
-
-def _reference(reference: Callable[..., np.ndarray], impl: Implementation) -> Callable[..., np.ndarray]:
-    def implementation_reference(image: np.ndarray, case: Case, *sampled: Any) -> np.ndarray:
-        return reference(image, dataclasses.replace(case, params=impl.effective(case.params)), *sampled)
-
-    implementation_reference.__qualname__ = getattr(reference, "__qualname__", "reference")
-    return implementation_reference

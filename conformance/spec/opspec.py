@@ -6,6 +6,7 @@ module-level `test_<name>` function.  The plugin parametrizes it as
 check never hides another; hypothesis draws the rest (the image recipe and the op
 parameters) once per (op, dtype, mode), and every item checks the same cases.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,15 +21,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import versions
-
 from conformance.spec import overrides
-from conformance.spec.tolerances import Rule, Tolerance, pick_tolerance
 from conformance.spec.item_ids import ItemId, item_params_id, parse_item_id, variant_key  # noqa: F401 - re-exported
 from conformance.spec.recipes import Case, Recipe
 from conformance.spec.strategies import image_recipes
+from conformance.spec.tolerances import Rule, Tolerance, pick_tolerance
 
 OpFunction = Callable[[torch.Tensor, dict[str, Any]], Any]
-Reference = Callable[[np.ndarray, Case], np.ndarray]
+Reference = Callable[..., np.ndarray]  # (float64 input, case) or, for a random module, (input, case, sampled)
 ParamStrategy = Callable[[Recipe, str], st.SearchStrategy[dict[str, Any]]]
 Sampled = dict[str, Any]
 SOURCES: dict[str, str] = {}  # op name -> the case module that defined its test (ISA workers import it)
@@ -109,7 +109,7 @@ def _default_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
 
 
 @st.composite
-def _cases(draw: st.DrawFn, spec: "OpSpec", recipes: st.SearchStrategy[Recipe], mode: str) -> Case:
+def _cases(draw: st.DrawFn, spec: OpSpec, recipes: st.SearchStrategy[Recipe], mode: str) -> Case:
     recipe = draw(recipes)
     return Case(spec.name, recipe, draw(spec.params(recipe, mode)))
 
@@ -199,8 +199,11 @@ class OpSpec:
 
     def unmet_requirement(self) -> str | None:
         """Why this op cannot be tested with the imported packages (naming their versions), or None."""
-        return (versions.unmet(self.name, self.requires) or versions.missing(self.name, tuple(self.needs))
-                or (self.precondition() if self.precondition is not None else None))
+        return (
+            versions.unmet(self.name, self.requires)
+            or versions.missing(self.name, tuple(self.needs))
+            or (self.precondition() if self.precondition is not None else None)
+        )
 
     def output_dtype_of(self, case: Case) -> str:
         return self.output_dtype(case) if self.output_dtype is not None else case.recipe.dtype
@@ -213,8 +216,12 @@ class OpSpec:
         facts about the parameters sampled for the case."""
         recipe = case.recipe
         found: dict[str, Any] = {
-            "height": recipe.height, "width": recipe.width, "channels": recipe.channels,
-            "batch_dims": len(recipe.batch), "layout": recipe.layout, "content": recipe.content,
+            "height": recipe.height,
+            "width": recipe.width,
+            "channels": recipe.channels,
+            "batch_dims": len(recipe.batch),
+            "layout": recipe.layout,
+            "content": recipe.content,
         }
         found.update({k: v for k, v in case.params.items() if isinstance(v, (str, int, float, bool))})
         if self.features is not None:
@@ -230,8 +237,10 @@ class OpSpec:
             raise ValueError(f"op {self.name!r}: give exactly one of call= (a function) or module= (a ModuleOp)")
         for mode, expected in self.error_modes.items():
             if not isinstance(expected, ExpectedError):
-                raise ValueError(f"op {self.name!r}, error mode {mode!r}: give an ExpectedError naming the exception "
-                                 f"class the invalid input must raise, not {expected!r}")
+                raise ValueError(
+                    f"op {self.name!r}, error mode {mode!r}: give an ExpectedError naming the exception "
+                    f"class the invalid input must raise, not {expected!r}"
+                )
 
     def variant_pairs(self) -> list[tuple[str, str]]:
         """(dtype, mode) pairs to parametrize; `variants` restricts the full product."""
@@ -240,8 +249,9 @@ class OpSpec:
     def cases(self, dtype: str, mode: str) -> st.SearchStrategy[Case]:
         return _cases(self, self.recipes_for(dtype, mode), mode)
 
-    def tolerance(self, check: str, dtype: str, mode: str, target: str,
-                  user_rules: Sequence[overrides.Override] = ()) -> Tolerance:
+    def tolerance(
+        self, check: str, dtype: str, mode: str, target: str, user_rules: Sequence[overrides.Override] = ()
+    ) -> Tolerance:
         """The user's override (--tolerances) if one matches, else the first of this op's rules."""
         chosen = overrides.pick(user_rules, self.name, check, dtype, mode, target)
         return chosen or pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)

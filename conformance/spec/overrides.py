@@ -18,14 +18,15 @@ first matching one applies, and its name and reason appear in every record and r
     min_psnr = 30                     # optional
     reason = "nvjpeg's IDCT rounds differently from libjpeg's: measured max 2 on an H100"
 """
+
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.spec.tolerances import Rule, Tolerance
 from conformance.spec.tables import check_fields, read_entries
+from conformance.spec.tolerances import Rule, Tolerance
 
 _SCOPE = ("check", "dtype", "mode", "target")
 _NUMBERS = ("atol", "rtol", "max_mismatch_fraction", "max_mae", "min_psnr")
@@ -54,8 +55,9 @@ def _entry(raw: dict, where: str) -> Override:
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value):
             raise OverridesError(f"{where}: field {key!r} must be a number, got {value!r}")
     try:
-        tolerance = Tolerance(name=raw["name"], reason=raw["reason"],
-                              **{k: float(raw[k]) for k in _NUMBERS if k in raw})
+        tolerance = Tolerance(
+            name=raw["name"], reason=raw["reason"], **{k: float(raw[k]) for k in _NUMBERS if k in raw}
+        )
     except ValueError as exc:
         raise OverridesError(f"{where}: {exc}") from None
     return raw["op"], Rule(tolerance, **{k: raw[k] for k in _SCOPE if k in raw})

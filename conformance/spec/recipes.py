@@ -4,6 +4,7 @@ Hypothesis draws and shrinks recipes, never pixels one by one, so a failing
 case is a few readable fields and saving a case is saving JSON.  Pixels are
 synthesised deterministically from the recipe with numpy.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -70,11 +71,19 @@ class Recipe:
         return DTYPES[self.dtype]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"height": self.height, "width": self.width, "channels": self.channels, "batch": list(self.batch),
-                "dtype": self.dtype, "layout": self.layout, "content": self.content, "seed": self.seed}
+        return {
+            "height": self.height,
+            "width": self.width,
+            "channels": self.channels,
+            "batch": list(self.batch),
+            "dtype": self.dtype,
+            "layout": self.layout,
+            "content": self.content,
+            "seed": self.seed,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Recipe":
+    def from_dict(cls, data: dict[str, Any]) -> Recipe:
         if not isinstance(data, dict):
             raise RecipeError(f"a recipe is a JSON object, got {type(data).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
@@ -113,7 +122,7 @@ class Case:
         """Identity of the input image alone (the same for every op drawing this recipe)."""
         return json.dumps(self.recipe.to_dict(), sort_keys=True, separators=(",", ":"))
 
-    def relabelled(self, op: str) -> "Case":
+    def relabelled(self, op: str) -> Case:
         """The same case under another op's name (an operation's implementations check one drawn case), its
         JSON derived from this one's: "op" is its first key."""
         if op == self.op:
@@ -121,7 +130,7 @@ class Case:
         found = Case(op, self.recipe, self.params)
         prefix = '{"op":' + json.dumps(self.op)
         if self.json.startswith(prefix):
-            found.__dict__["json"] = '{"op":' + json.dumps(op) + self.json[len(prefix):]
+            found.__dict__["json"] = '{"op":' + json.dumps(op) + self.json[len(prefix) :]
         found.__dict__["recipe_key"] = self.recipe_key
         return found
 
@@ -131,7 +140,7 @@ class Case:
         return self.json
 
     @classmethod
-    def from_json(cls, text: str) -> "Case":
+    def from_json(cls, text: str) -> Case:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

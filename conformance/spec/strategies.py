@@ -8,17 +8,18 @@ Strategies are built once per set of arguments and reused: hypothesis validates
 a strategy object the first time it is drawn from, and re-validating freshly built
 ones on every example was most of the drawing time (see docs/performance.md).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 
 from hypothesis import strategies as st
 
 from conformance.spec.recipes import CONTENTS, FLOAT_DTYPES, LAYOUTS, Recipe
 
 
-@lru_cache(maxsize=None)
+@cache
 def sides(max_side: int = 300) -> st.SearchStrategy[int]:
     """Image side lengths: mostly small (fast, shrinkable), sometimes up to max_side."""
     small = st.integers(1, min(24, max_side))
@@ -43,24 +44,53 @@ def image_recipes(
     narrows sides to multiples of it (an old library release that needs, e.g., 16)."""
     if contents is None:
         contents = [c for c in CONTENTS if c != "out_of_range" or dtype in FLOAT_DTYPES]
-    return _image_recipes(dtype, tuple(channels), max_side, max_batch_dims, min_batch_dims, max_batch,
-                          tuple(layouts), tuple(contents), side_multiple)
+    return _image_recipes(
+        dtype,
+        tuple(channels),
+        max_side,
+        max_batch_dims,
+        min_batch_dims,
+        max_batch,
+        tuple(layouts),
+        tuple(contents),
+        side_multiple,
+    )
 
 
-@lru_cache(maxsize=None)
-def _image_recipes(dtype: str, channels: tuple[int, ...], max_side: int, max_batch_dims: int,
-                   min_batch_dims: int, max_batch: int, layouts: tuple[str, ...],
-                   contents: tuple[str, ...], side_multiple: int = 1) -> st.SearchStrategy[Recipe]:
+@cache
+def _image_recipes(
+    dtype: str,
+    channels: tuple[int, ...],
+    max_side: int,
+    max_batch_dims: int,
+    min_batch_dims: int,
+    max_batch: int,
+    layouts: tuple[str, ...],
+    contents: tuple[str, ...],
+    side_multiple: int = 1,
+) -> st.SearchStrategy[Recipe]:
     batches = st.lists(st.integers(1, max_batch), min_size=min_batch_dims, max_size=max_batch_dims).map(tuple)
-    side = sides(max_side) if side_multiple == 1 else \
-        st.integers(1, max(1, max_side // side_multiple)).map(lambda n: n * side_multiple)
-    channel_counts, layout_names, content_names = (st.sampled_from(list(v)) for v in (channels, layouts, contents))
+    side = (
+        sides(max_side)
+        if side_multiple == 1
+        else st.integers(1, max(1, max_side // side_multiple)).map(lambda n: n * side_multiple)
+    )
+    channel_counts = st.sampled_from(list(channels))
+    layout_names, content_names = st.sampled_from(list(layouts)), st.sampled_from(list(contents))
     seeds = st.integers(0, 2**32 - 1)
 
     @st.composite
     def recipes(draw: st.DrawFn) -> Recipe:
         batch = draw(batches)  # drawn first, in this order: it keeps the same cases for the same seed
-        return Recipe(height=draw(side), width=draw(side), channels=draw(channel_counts), batch=batch,
-                      dtype=dtype, layout=draw(layout_names), content=draw(content_names), seed=draw(seeds))
+        return Recipe(
+            height=draw(side),
+            width=draw(side),
+            channels=draw(channel_counts),
+            batch=batch,
+            dtype=dtype,
+            layout=draw(layout_names),
+            content=draw(content_names),
+            seed=draw(seeds),
+        )
 
     return recipes()

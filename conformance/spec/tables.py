@@ -1,14 +1,16 @@
 """The project's TOML files of `[[table]]` entries (known issues, tolerance overrides): reading
 them and the checks every entry gets, each defect a one-line error naming the file and entry."""
+
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
-    import tomli as tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 
 def read_entries(path: Path, table: str, error: type[Exception]) -> list[tuple[dict, str]]:

@@ -3,6 +3,7 @@
 All differences are taken in float64 on the host: subtracting uint8 tensors
 wraps (0 - 1 == 255), which has hidden real divergences before (vision#8399).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -29,18 +30,27 @@ class Metrics:
     psnr: float
 
     @classmethod
-    def identical(cls, elements: int) -> "Metrics":
+    def identical(cls, elements: int) -> Metrics:
         """Two arrays equal element for element (NaN where both are NaN)."""
         return cls(0.0, 0.0, 0.0, 0, elements, None, None, None, math.inf)
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"max_abs": self.max_abs, "mae": self.mae, "mismatch_fraction": self.mismatch_fraction,
-                "mismatches": self.mismatches, "elements": self.elements,
-                "worst_index": list(self.worst_index) if self.worst_index is not None else None,
-                "worst_actual": self.worst_actual, "worst_expected": self.worst_expected, "psnr": self.psnr}
+        data = {
+            "max_abs": self.max_abs,
+            "mae": self.mae,
+            "mismatch_fraction": self.mismatch_fraction,
+            "mismatches": self.mismatches,
+            "elements": self.elements,
+            "worst_index": list(self.worst_index) if self.worst_index is not None else None,
+            "worst_actual": self.worst_actual,
+            "worst_expected": self.worst_expected,
+            "psnr": self.psnr,
+        }
         # NaN is "no value"; infinities are spelled as strings, as the store writes them anyway
-        return {k: (None if v != v else ("inf" if v > 0 else "-inf") if math.isinf(v) else v)
-                if isinstance(v, float) else v for k, v in data.items()}
+        return {
+            k: (None if v != v else ("inf" if v > 0 else "-inf") if math.isinf(v) else v) if isinstance(v, float) else v
+            for k, v in data.items()
+        }
 
 
 @dataclass(frozen=True)
@@ -68,9 +78,15 @@ class Tolerance:
             raise ValueError(f"tolerance {self.name!r} has a negative or out-of-range bound")
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"name": self.name, "reason": self.reason, "atol": self.atol, "rtol": self.rtol,
-                "max_mismatch_fraction": self.max_mismatch_fraction, "max_mae": self.max_mae,
-                "min_psnr": self.min_psnr}
+        data = {
+            "name": self.name,
+            "reason": self.reason,
+            "atol": self.atol,
+            "rtol": self.rtol,
+            "max_mismatch_fraction": self.max_mismatch_fraction,
+            "max_mae": self.max_mae,
+            "min_psnr": self.min_psnr,
+        }
         return {k: v for k, v in data.items() if v is not None}
 
     def violations(self, metrics: Metrics) -> list[str]:
@@ -104,10 +120,7 @@ def measure(actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance, data
     if undefined.any():  # NaN on one side only counts as infinitely far; NaN on both is a match
         diff[undefined] = np.inf
         diff[np.isnan(actual) & np.isnan(expected)] = 0.0
-    if tolerance.rtol:
-        bound = tolerance.atol + tolerance.rtol * np.abs(np.nan_to_num(expected))
-    else:
-        bound = tolerance.atol
+    bound = tolerance.atol + tolerance.rtol * np.abs(np.nan_to_num(expected)) if tolerance.rtol else tolerance.atol
     mismatches = int(np.count_nonzero(diff > bound))
     worst_flat = int(np.argmax(diff))
     worst = tuple(int(i) for i in np.unravel_index(worst_flat, diff.shape))

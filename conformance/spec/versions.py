@@ -5,19 +5,19 @@ Package metadata can disagree with what is imported (a source checkout on PYTHON
 that ran.  Skips (`requires=`, `needs=`), known-issue version ranges and the environment record
 all read versions from here.
 """
+
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-# distribution name -> import name, where they differ
-IMPORT_NAMES = {"Pillow": "PIL", "pytest-xdist": "xdist", "opencv-python-headless": "cv2"}
+from conformance.spec.libraries import IMPORT_NAMES
 
 
 @dataclass(frozen=True)
@@ -32,14 +32,17 @@ class Installed:
     @property
     def mismatch(self) -> bool:
         """The imported module is another release than pip recorded (local labels like +cu132 aside)."""
-        return (self.version is not None and self.metadata is not None
-                and self.version.split("+")[0] != self.metadata.split("+")[0])
+        return (
+            self.version is not None
+            and self.metadata is not None
+            and self.version.split("+")[0] != self.metadata.split("+")[0]
+        )
 
     def to_dict(self) -> dict[str, str | None]:
         return {"version": self.version, "file": self.file, "metadata": self.metadata}
 
 
-@lru_cache(maxsize=None)
+@cache
 def installed(package: str) -> Installed:
     try:
         metadata: str | None = importlib.metadata.version(package)
@@ -50,8 +53,9 @@ def installed(package: str) -> Installed:
     except Exception:  # noqa: BLE001 - a package that fails to import is reported as absent
         return Installed(package, None, None, metadata)
     version = getattr(module, "__version__", None)
-    return Installed(package, str(version) if version is not None else metadata, getattr(module, "__file__", None),
-                     metadata)
+    return Installed(
+        package, str(version) if version is not None else metadata, getattr(module, "__file__", None), metadata
+    )
 
 
 def version_of(package: str) -> str | None:

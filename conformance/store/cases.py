@@ -1,9 +1,12 @@
 """`--cases-from`: the cases an earlier run checked, read back from its examples table (never pickles)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from conformance.spec.item_ids import variant_key
+from conformance.spec.recipes import Case, RecipeError
 from conformance.store import examples
 from conformance.store.reader import file_records, journal_files
 
@@ -12,13 +15,10 @@ class SavedCasesError(ValueError):
     """A --cases-from source that is missing, not a run, or holds a malformed record."""
 
 
-def saved_cases(source: Path) -> dict[tuple[str, str, str, str], list[Any]]:
+def saved_cases(source: Path) -> dict[tuple[str, ...], list[Case]]:
     """The cases a run checked, per (module, test, dtype, mode), in the order it checked them.
 
     `source` is a run folder (its `examples/` table; a killed run's unfinished streams included)."""
-    from conformance.spec.item_ids import variant_key
-    from conformance.spec.recipes import Case, RecipeError
-
     if not source.is_dir():
         raise SavedCasesError(f"no such run folder: {str(source)!r}")
     if not examples.files(source):
@@ -34,7 +34,7 @@ def saved_cases(source: Path) -> dict[tuple[str, str, str, str], list[Any]]:
         table, _ = examples.read_table(source, columns=["nodeid", "test", "dtype", "mode", "phase", "case"])
     except examples.StoreError as exc:
         raise SavedCasesError(str(exc)) from None
-    plans: dict[tuple[str, str, str, str], list[Any]] = {}
+    plans: dict[tuple[str, ...], list[Case]] = {}
     seen: set[tuple] = set()
     parsed: dict[str, Any] = {}
     for batch in table.to_batches(max_chunksize=8192):
@@ -50,7 +50,9 @@ def saved_cases(source: Path) -> dict[tuple[str, str, str, str], list[Any]]:
                 try:
                     case = parsed[values["case"]] = Case.from_json(values["case"])
                 except RecipeError as exc:
-                    raise SavedCasesError(f"{source}: a row of {values['nodeid']} holds no valid case ({exc})") from None
+                    raise SavedCasesError(
+                        f"{source}: a row of {values['nodeid']} holds no valid case ({exc})"
+                    ) from None
             plans.setdefault(key, []).append(case)
     if not plans:
         raise SavedCasesError(f"{source} holds no checked cases")

@@ -6,6 +6,7 @@ cross-device tolerance (what two runs of one op may differ by): beyond it the ch
 fails, inside it the change is information with its size.  An error on one side only, or a
 different error class, is a change that fails.  Cases recorded on one side only are listed.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -43,9 +44,17 @@ class Change:
         return self.severity in FAILING
 
     def to_dict(self) -> dict[str, Any]:
-        return {"op": self.key.op, "target": self.key.target, "dtype": self.key.dtype, "mode": self.key.mode,
-                "case": self.key.case, "severity": self.severity, "message": self.message,
-                "tolerance": self.tolerance, "metrics": self.metrics.to_dict() if self.metrics else None}
+        return {
+            "op": self.key.op,
+            "target": self.key.target,
+            "dtype": self.key.dtype,
+            "mode": self.key.mode,
+            "case": self.key.case,
+            "severity": self.severity,
+            "message": self.message,
+            "tolerance": self.tolerance,
+            "metrics": self.metrics.to_dict() if self.metrics else None,
+        }
 
 
 def tolerance_of(*records: Recorded | None) -> Tolerance:
@@ -62,8 +71,14 @@ def data_range(dtype: str) -> float:
     return 255.0 if dtype == "uint8" else 1.0
 
 
-def compare_one(key: OutputKey, before: Recorded, after: Recorded, before_array: np.ndarray | None,
-                after_array: np.ndarray | None, tolerance: Tolerance) -> Change | None:
+def compare_one(
+    key: OutputKey,
+    before: Recorded,
+    after: Recorded,
+    before_array: np.ndarray | None,
+    after_array: np.ndarray | None,
+    tolerance: Tolerance,
+) -> Change | None:
     """None when unchanged; else the change and its severity."""
     if before.error is not None or after.error is not None:
         if before.error == after.error:
@@ -75,8 +90,9 @@ def compare_one(key: OutputKey, before: Recorded, after: Recorded, before_array:
         return None
     assert before_array is not None and after_array is not None
     if before_array.shape != after_array.shape:
-        return Change(key, "changed", f"shape {after_array.shape}, baseline {before_array.shape}",
-                      tolerance=tolerance.name)
+        return Change(
+            key, "changed", f"shape {after_array.shape}, baseline {before_array.shape}", tolerance=tolerance.name
+        )
     if before_array.dtype != after_array.dtype:
         note = f"; dtype {after_array.dtype}, baseline {before_array.dtype}"
     else:
@@ -84,11 +100,17 @@ def compare_one(key: OutputKey, before: Recorded, after: Recorded, before_array:
     metrics = measure(after_array, before_array, tolerance, data_range(key.dtype))
     violations = tolerance.violations(metrics)
     if violations or note:
-        return Change(key, "changed", "; ".join(violations) + note + f" [tolerance {tolerance.name!r}]", metrics,
-                      tolerance.name)
-    return Change(key, "bit_level", f"{_changed(after_array, before_array)} of {metrics.elements} elements differ, "
-                                    f"max abs diff {metrics.max_abs:.6g}, inside tolerance {tolerance.name!r}",
-                  metrics, tolerance.name)
+        return Change(
+            key, "changed", "; ".join(violations) + note + f" [tolerance {tolerance.name!r}]", metrics, tolerance.name
+        )
+    return Change(
+        key,
+        "bit_level",
+        f"{_changed(after_array, before_array)} of {metrics.elements} elements differ, "
+        f"max abs diff {metrics.max_abs:.6g}, inside tolerance {tolerance.name!r}",
+        metrics,
+        tolerance.name,
+    )
 
 
 def _changed(a: np.ndarray, b: np.ndarray) -> int:
@@ -103,15 +125,22 @@ def compare_folders(baseline: Path, run: Path) -> list[Change]:
     if not after:
         raise OutputsError(f"{run} holds no recorded outputs")
     if not {k.op for k in before} & {k.op for k in after}:
-        raise OutputsError(f"no op in common: the baseline has {sorted({k.op for k in before})}, the run "
-                           f"{sorted({k.op for k in after})} (a baseline from another op set?)")
+        raise OutputsError(
+            f"no op in common: the baseline has {sorted({k.op for k in before})}, the run "
+            f"{sorted({k.op for k in after})} (a baseline from another op set?)"
+        )
     read_before, read_after = ArrayReader(baseline), ArrayReader(run)
     changes: list[Change] = []
     for key in sorted(before.keys() | after.keys(), key=lambda k: (before.get(k) is None or after.get(k) is None, k)):
         old, new = before.get(key), after.get(key)
         if old is None or new is None:
-            changes.append(Change(key, "only_in_run" if old is None else "only_in_baseline",
-                                  "no output for this case " + ("in the baseline" if old is None else "in this run")))
+            changes.append(
+                Change(
+                    key,
+                    "only_in_run" if old is None else "only_in_baseline",
+                    "no output for this case " + ("in the baseline" if old is None else "in this run"),
+                )
+            )
             continue
         if old.error is None and new.error is None and old.digest == new.digest:
             continue

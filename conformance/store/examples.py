@@ -15,6 +15,7 @@ becomes `examples/<worker>.parquet`.  A process that was killed leaves its strea
 take every complete batch from it (a torn last batch is counted, not read): a kill loses the rows of
 the item it was running, nothing of those that ended.
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,21 +28,49 @@ from typing import Any
 FOLDER = "examples"
 # One value per test item (the same on every row of it), then one per row.
 ITEM_COLUMNS = ("machine", "nodeid", "test", "op", "target", "virtual", "dtype", "mode", "check", "worker")
-ROW_COLUMNS = ("phase", "example", "case", "verdict", "against", "cause", "max_abs", "mae", "mismatch_fraction",
-               "psnr", "tolerance", "atol", "known_issue", "diverges", "behaviour", "peers", "detail")
+ROW_COLUMNS = (
+    "phase",
+    "example",
+    "case",
+    "verdict",
+    "against",
+    "cause",
+    "max_abs",
+    "mae",
+    "mismatch_fraction",
+    "psnr",
+    "tolerance",
+    "atol",
+    "known_issue",
+    "diverges",
+    "behaviour",
+    "peers",
+    "detail",
+)
 FLOATS = ("max_abs", "mae", "mismatch_fraction", "psnr", "atol")
-STRING_COLUMNS = tuple(c for c in (*ITEM_COLUMNS, *ROW_COLUMNS)
-                       if c not in (*FLOATS, "virtual", "example", "peers"))
+STRING_COLUMNS = tuple(c for c in (*ITEM_COLUMNS, *ROW_COLUMNS) if c not in (*FLOATS, "virtual", "example", "peers"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _schema() -> Any:
     import pyarrow as pa
 
-    peer = pa.struct([("op", pa.string()), ("library", pa.string()), ("target", pa.string()),
-                      ("max_abs", pa.float64()), ("psnr", pa.float64()), ("skipped", pa.string())])
-    kinds = {"virtual": pa.bool_(), "example": pa.int64(), "peers": pa.list_(peer),
-             **{name: pa.float64() for name in FLOATS}}
+    peer = pa.struct(
+        [
+            ("op", pa.string()),
+            ("library", pa.string()),
+            ("target", pa.string()),
+            ("max_abs", pa.float64()),
+            ("psnr", pa.float64()),
+            ("skipped", pa.string()),
+        ]
+    )
+    kinds = {
+        "virtual": pa.bool_(),
+        "example": pa.int64(),
+        "peers": pa.list_(peer),
+        **{name: pa.float64() for name in FLOATS},
+    }
     return pa.schema([(name, kinds.get(name, pa.string())) for name in (*ITEM_COLUMNS, *ROW_COLUMNS)])
 
 
@@ -59,10 +88,18 @@ def peer_rows(peers: Any) -> list[dict[str, Any]] | None:
     """The cross-library measurement of a reference outcome (`details["peers"]`) as the `peers` column's list."""
     if not isinstance(peers, dict):
         return None
-    return [{"op": name, "library": entry.get("library"), "target": entry.get("target"),
-             "max_abs": _float(entry.get("max_abs")), "psnr": _float(entry.get("psnr")),
-             "skipped": None if entry.get("skipped") is None else str(entry["skipped"])}
-            for name, entry in sorted(peers.items()) if isinstance(entry, dict)]
+    return [
+        {
+            "op": name,
+            "library": entry.get("library"),
+            "target": entry.get("target"),
+            "max_abs": _float(entry.get("max_abs")),
+            "psnr": _float(entry.get("psnr")),
+            "skipped": None if entry.get("skipped") is None else str(entry["skipped"]),
+        }
+        for name, entry in sorted(peers.items())
+        if isinstance(entry, dict)
+    ]
 
 
 def _json_number(value: Any) -> Any:
@@ -74,8 +111,10 @@ def _json_number(value: Any) -> Any:
 def record(values: dict[str, Any], known_issues: dict[str, Any] | None = None) -> dict[str, Any]:
     """A row as an outcome record: its columns, its failure's detail (message, traceback, details, rerun line,
     artifact, the whole tolerance and metrics) and its known issue's entry; empty fields left out."""
-    found: dict[str, Any] = {name: values.get(name) for name in (*ITEM_COLUMNS, "phase", "example", "verdict",
-                                                                 "against", "cause", "diverges", "behaviour")}
+    found: dict[str, Any] = {
+        name: values.get(name)
+        for name in (*ITEM_COLUMNS, "phase", "example", "verdict", "against", "cause", "diverges", "behaviour")
+    }
     found["kind"], found["source"] = "outcome", "examples"
     if values.get("case"):
         try:
@@ -102,8 +141,9 @@ def record(values: dict[str, Any], known_issues: dict[str, Any] | None = None) -
     if known is not None:
         found["known_issue"] = (known_issues or {}).get(known) or {"id": known}
     if values.get("peers"):
-        details["peers"] = {p["op"]: {k: v for k, v in p.items() if k != "op" and v is not None}
-                            for p in values["peers"]}
+        details["peers"] = {
+            p["op"]: {k: v for k, v in p.items() if k != "op" and v is not None} for p in values["peers"]
+        }
     if details:
         found["details"] = details
     return {k: v for k, v in found.items() if v is not None and v != ""}
@@ -150,10 +190,15 @@ class ExamplesWriter:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._sink = pa.OSFile(str(self.stream_path), "ab")
             self._stream = pa.ipc.new_stream(self._sink, schema)
-        columns = [[value for item, count in segments for value in [item[i]] * count]
-                   for i in range(len(ITEM_COLUMNS))] + [list(column) for column in zip(*rows)]
-        self._stream.write_batch(pa.RecordBatch.from_arrays(
-            [pa.array(column, type=field.type) for column, field in zip(columns, schema)], schema=schema))
+        columns = [
+            [value for item, count in segments for value in [item[i]] * count] for i in range(len(ITEM_COLUMNS))
+        ] + [list(column) for column in zip(*rows, strict=False)]
+        self._stream.write_batch(
+            pa.RecordBatch.from_arrays(
+                [pa.array(column, type=field.type) for column, field in zip(columns, schema, strict=False)],
+                schema=schema,
+            )
+        )
         self._sink.flush()
         self.written += len(rows)
 
@@ -176,8 +221,13 @@ def write_parquet(table: Any, path: Path) -> None:
     import pyarrow.parquet as pq
 
     temporary = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, temporary, compression="zstd", dictionary_pagesize_limit=64 * 2**20,
-                   use_dictionary=[c for c in STRING_COLUMNS if c != "detail"])
+    pq.write_table(
+        table,
+        temporary,
+        compression="zstd",
+        dictionary_pagesize_limit=64 * 2**20,
+        use_dictionary=[c for c in STRING_COLUMNS if c != "detail"],
+    )
     temporary.replace(path)
 
 
@@ -204,8 +254,11 @@ def files(run_dir: Path) -> list[Path]:
     folder = run_dir / FOLDER
     if not folder.is_dir() or folder.is_symlink():
         return []
-    return sorted(p for p in folder.iterdir() if p.suffix in (".parquet", ".arrows") and p.is_file()
-                  and not p.is_symlink() and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.suffix in (".parquet", ".arrows") and p.is_file() and not p.is_symlink() and not p.name.startswith(".")
+    )
 
 
 def read_table(run_dir: Path, columns: list[str] | None = None, where: Any = None) -> tuple[Any, int]:

@@ -9,6 +9,7 @@ Layout of an outputs folder (inside a baseline, or a run folder under `outputs/`
 
 Arrays are read with `allow_pickle=False`: a baseline from elsewhere is data, never code.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from conformance.spec.recipes import Case, RecipeError
 from conformance.store.writer import safe_name
 
 FLUSH_BYTES = 8 * 2**20  # arrays buffered before a shard is written
@@ -53,7 +55,7 @@ class Recorded:
     tolerance: dict[str, Any] | None  # the cross-device tolerance of this variant and target
     shard: str | None
     name: str | None
-    plan: tuple[str, str] = ("", "")
+    plan: tuple[str, ...] = ("", "")
 
 
 def digest(array: np.ndarray) -> str:
@@ -78,20 +80,38 @@ class OutputRecorder:
     def has(self, key: OutputKey) -> bool:
         return key in self.seen
 
-    def add(self, key: OutputKey, output: np.ndarray | None, error: str | None,
-            tolerance: dict[str, Any] | None, plan: tuple[str, str]) -> None:
+    def add(
+        self,
+        key: OutputKey,
+        output: np.ndarray | None,
+        error: str | None,
+        tolerance: dict[str, Any] | None,
+        plan: tuple[str, ...],
+    ) -> None:
         """`plan`: the (module, test) whose items checked the case, so a later run can replay it."""
         if key in self.seen:
             return
         self.seen.add(key)
-        line: dict[str, Any] = {"op": key.op, "target": key.target, "dtype": key.dtype, "mode": key.mode,
-                                "case": key.case, "tolerance": tolerance, "module": plan[0], "test": plan[1]}
+        line: dict[str, Any] = {
+            "op": key.op,
+            "target": key.target,
+            "dtype": key.dtype,
+            "mode": key.mode,
+            "case": key.case,
+            "tolerance": tolerance,
+            "module": plan[0],
+            "test": plan[1],
+        }
         if output is None:
             line["error"] = error or "no tensor output"
         else:
             name = f"o{len(self.seen)}"
-            line |= {"digest": digest(output), "shape": list(output.shape), "array_dtype": output.dtype.str,
-                     "name": name}
+            line |= {
+                "digest": digest(output),
+                "shape": list(output.shape),
+                "array_dtype": output.dtype.str,
+                "name": name,
+            }
             self._arrays[name] = np.ascontiguousarray(output)
             self._bytes += output.nbytes
         self._lines.append(line)
@@ -109,7 +129,7 @@ class OutputRecorder:
             shard = f"{self.worker}-{self._shards}.npz"
             temporary = self.folder / f".{shard}.tmp"
             with temporary.open("wb") as handle:
-                np.savez_compressed(handle, **self._arrays)
+                np.savez_compressed(handle, allow_pickle=False, **self._arrays)
             temporary.replace(self.folder / shard)
         with (self.folder / f"{self.worker}.jsonl").open("a", encoding="utf-8") as index:
             for line in self._lines:
@@ -130,8 +150,17 @@ def _recorded(line: Any, where: str) -> Recorded:
         np.dtype(line["array_dtype"])
         if not str(line["shard"]).endswith(".npz") or "/" in line["shard"] or line["shard"].startswith("."):
             raise ValueError(f"bad shard name {line['shard']!r}")
-        return Recorded(key, str(line["digest"]), None, shape, str(line["array_dtype"]), line.get("tolerance"),
-                        str(line["shard"]), str(line["name"]), plan)
+        return Recorded(
+            key,
+            str(line["digest"]),
+            None,
+            shape,
+            str(line["array_dtype"]),
+            line.get("tolerance"),
+            str(line["shard"]),
+            str(line["name"]),
+            plan,
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise OutputsError(f"{where}: not an output record ({type(exc).__name__}: {exc})") from None
 
@@ -144,8 +173,10 @@ def outputs_folder(path: Path) -> Path:
         return path
     if not path.exists():
         raise OutputsError(f"no such baseline or run folder: {str(path)!r}")
-    raise OutputsError(f"{str(path)!r} holds no recorded outputs (make one with `python -m conformance baseline`, "
-                       f"or run with --baseline/--record-outputs)")
+    raise OutputsError(
+        f"{str(path)!r} holds no recorded outputs (make one with `python -m conformance baseline`, "
+        f"or run with --baseline/--record-outputs)"
+    )
 
 
 def read_index(folder: Path) -> dict[OutputKey, Recorded]:
@@ -162,8 +193,7 @@ def read_index(folder: Path) -> dict[OutputKey, Recorded]:
             try:
                 line = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise OutputsError(f"{path}:{number}: not JSON ({exc.msg}); the file is truncated or damaged") \
-                    from None
+                raise OutputsError(f"{path}:{number}: not JSON ({exc.msg}); the file is truncated or damaged") from None
             record = _recorded(line, f"{path}:{number}")
             found.setdefault(record.key, record)
     return found
@@ -189,7 +219,11 @@ class ArrayReader:
             array = self._open[record.name]
         except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
             raise OutputsError(f"{path}: cannot read array {record.name!r} ({type(exc).__name__}: {exc})") from None
-        if tuple(array.shape) != record.shape or array.dtype.str != record.array_dtype or digest(array) != record.digest:
+        if (
+            tuple(array.shape) != record.shape
+            or array.dtype.str != record.array_dtype
+            or digest(array) != record.digest
+        ):
             raise OutputsError(f"{path}: array {record.name!r} does not match its index line (damaged file)")
         return array
 
@@ -203,11 +237,9 @@ class BaselineOutputs:
         self.reader = ArrayReader(folder)
 
 
-def plans(index: dict[OutputKey, Recorded]) -> dict[tuple[str, str, str, str], list[Any]]:
+def plans(index: dict[OutputKey, Recorded]) -> dict[tuple[str, ...], list[Case]]:
     """The recorded cases per (module, test, dtype, mode), for `--baseline` to check exactly them."""
-    from conformance.spec.recipes import Case, RecipeError
-
-    found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    found: dict[tuple[str, ...], dict[str, Case]] = {}
     for key, record in sorted(index.items()):
         try:
             case = Case.from_json(key.case)

@@ -5,6 +5,7 @@ because it deletes: it never follows a symlink (a linked entry is neither delete
 never deletes the run `latest` points to, and touches only folders that look like runs (they
 hold summary.json or outcomes/).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -52,8 +53,14 @@ def _latest(reports: Path) -> Path | None:
     return reports / target.name if target.parent in (Path(""), Path("."), reports) else (reports / target)
 
 
-def prune(reports: Path, *, keep: int | None = None, older_than_days: float | None = None, dry_run: bool = False,
-          now: float | None = None) -> Pruned:
+def prune(
+    reports: Path,
+    *,
+    keep: int | None = None,
+    older_than_days: float | None = None,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> Pruned:
     """Remove the runs beyond the `keep` newest and/or older than `older_than_days` (both given: a run
     goes only if both say so); `dry_run` removes nothing and reports what would go."""
     if keep is None and older_than_days is None:

@@ -6,6 +6,7 @@ case each process is about to run; examples are in the examples table (`conforma
 A store written by an older conformance (format 1: a record per check and example) is refused with a
 one-line `StoreError` that says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,15 @@ from typing import Any
 from conformance.store import examples
 from conformance.store.examples import StoreError
 
-__all__ = ["RunRecords", "StoreError", "file_records", "known_issue_entries", "load_environment", "read_outcomes",
-           "was_complete"]
+__all__ = [
+    "RunRecords",
+    "StoreError",
+    "file_records",
+    "known_issue_entries",
+    "load_environment",
+    "read_outcomes",
+    "was_complete",
+]
 
 OLD_KINDS = ("example", "case")  # format 1: one record per example, cases written once per file
 
@@ -48,9 +56,11 @@ def file_records(path: Path) -> Iterator[tuple[int, bool, dict[str, Any] | None]
             yield number, last, None
             continue
         if record.get("kind") in OLD_KINDS:
-            raise StoreError(f"{path.parent.parent} was written by an older conformance (store format 1, a record per "
-                             f"check and example): its summary.json and index.html stay readable, but this version "
-                             f"cannot read its records; use conformance 0.1.0 for it")
+            raise StoreError(
+                f"{path.parent.parent} was written by an older conformance (store format 1, a record per "
+                f"check and example): its summary.json and index.html stay readable, but this version "
+                f"cannot read its records; use conformance 0.1.0 for it"
+            )
         yield number, last, record
 
 

@@ -13,17 +13,19 @@ Journal kinds (one JSON object per line in outcomes/<worker>.jsonl; docs/results
 Each counted example of an item is a row of the examples table (conformance.store.examples); the case a
 process is about to run is in outcomes/<worker>.running (the one that killed it, if it dies).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from conformance.spec.item_ids import parse_item_id
-from conformance.store.aggregate import COUNTED_PHASES, Tally
 from conformance.store.examples import peer_rows
+from conformance.store.tally import COUNTED_PHASES, Tally
 from conformance.store.writer import Store, json_safe
 
 
@@ -47,18 +49,46 @@ class RecordWriter:
             self._store.close()
 
     def base(self, test: str, op: str, target: Any, dtype: str, mode: str) -> dict[str, Any]:
-        return {"test": test, "op": op, "target": target.name, "virtual": target.virtual, "dtype": dtype,
-                "mode": mode, "worker": self.worker, "pid": os.getpid()}
+        return {
+            "test": test,
+            "op": op,
+            "target": target.name,
+            "virtual": target.virtual,
+            "dtype": dtype,
+            "mode": mode,
+            "worker": self.worker,
+            "pid": os.getpid(),
+        }
 
-    def item_started(self, base: dict[str, Any], nodeid: str, check: str, loaded: dict[str, Any],
-                     applied: list[str]) -> None:
+    def item_started(
+        self, base: dict[str, Any], nodeid: str, check: str, loaded: dict[str, Any], applied: list[str]
+    ) -> None:
         self.tally = Tally()
         self.store.examples.begin_item(base | {"nodeid": nodeid, "check": check})
-        self.store.append(base | {"kind": "item", "nodeid": nodeid, "check": check, "known_issues_loaded": loaded,
-                                  "known_issues_applied": applied}, flush=True)
+        self.store.append(
+            base
+            | {
+                "kind": "item",
+                "nodeid": nodeid,
+                "check": check,
+                "known_issues_loaded": loaded,
+                "known_issues_applied": applied,
+            },
+            flush=True,
+        )
 
-    def example(self, phase: str, example: int, case_json: str, verdict: str, outcome: Any, message: str,
-                known_issue: str | None, repro: str | None, artifact: str | None) -> None:
+    def example(
+        self,
+        phase: str,
+        example: int,
+        case_json: str,
+        verdict: str,
+        outcome: Any,
+        message: str,
+        known_issue: str | None,
+        repro: str | None,
+        artifact: str | None,
+    ) -> None:
         """One checked example of the running item (a `CheckOutcome` judged `verdict`): a row of the examples
         table and its tally (counted phases only: the minimal failure of a shrink is the `final` one)."""
         if phase not in COUNTED_PHASES:
@@ -72,29 +102,79 @@ class RecordWriter:
         cause = None if passed else outcome.cause or None
         detail = None
         if not passed:
-            detail = json.dumps(json_safe({
-                "message": message, "traceback": outcome.traceback, "repro": repro, "artifact": artifact,
-                "details": {k: v for k, v in details.items() if k != "peers"} or None,
-                "tolerance": tolerance.to_dict() if tolerance is not None else None,
-                "metrics": None if metrics is None else {
-                    "worst_index": list(metrics.worst_index) if metrics.worst_index is not None else None,
-                    "worst_actual": metrics.worst_actual, "worst_expected": metrics.worst_expected,
-                    "mismatches": metrics.mismatches, "elements": metrics.elements}}), sort_keys=True)
+            detail = json.dumps(
+                json_safe(
+                    {
+                        "message": message,
+                        "traceback": outcome.traceback,
+                        "repro": repro,
+                        "artifact": artifact,
+                        "details": {k: v for k, v in details.items() if k != "peers"} or None,
+                        "tolerance": tolerance.to_dict() if tolerance is not None else None,
+                        "metrics": None
+                        if metrics is None
+                        else {
+                            "worst_index": list(metrics.worst_index) if metrics.worst_index is not None else None,
+                            "worst_actual": metrics.worst_actual,
+                            "worst_expected": metrics.worst_expected,
+                            "mismatches": metrics.mismatches,
+                            "elements": metrics.elements,
+                        },
+                    }
+                ),
+                sort_keys=True,
+            )
         max_abs = metrics.max_abs if metrics is not None else None
         mismatch = metrics.mismatch_fraction if metrics is not None else None
         name = tolerance.name if tolerance is not None else None
         atol = tolerance.atol if tolerance is not None else None
-        self.store.examples.add((
-            phase, example, case_json, verdict, outcome.against or None, cause, max_abs,
-            metrics.mae if metrics is not None else None, mismatch, metrics.psnr if metrics is not None else None,
-            name, atol, known_issue, outcome.diverges, outcome.behaviour, peer_rows(peers), detail))
+        self.store.examples.add(
+            (
+                phase,
+                example,
+                case_json,
+                verdict,
+                outcome.against or None,
+                cause,
+                max_abs,
+                metrics.mae if metrics is not None else None,
+                mismatch,
+                metrics.psnr if metrics is not None else None,
+                name,
+                atol,
+                known_issue,
+                outcome.diverges,
+                outcome.behaviour,
+                peer_rows(peers),
+                detail,
+            )
+        )
         if self.tally is not None:
-            self.tally.add_example(verdict, max_abs, mismatch, name, atol,
-                                   tolerance.max_mismatch_fraction if tolerance is not None else None, known_issue,
-                                   outcome.behaviour, outcome.diverges, cause, message, peers)
+            self.tally.add_example(
+                verdict,
+                max_abs,
+                mismatch,
+                name,
+                atol,
+                tolerance.max_mismatch_fraction if tolerance is not None else None,
+                known_issue,
+                outcome.behaviour,
+                outcome.diverges,
+                cause,
+                message,
+                peers,
+            )
 
-    def item_ended(self, base: dict[str, Any] | None, nodeid: str, check: str, *, interrupted: bool = False,
-                   issue_scope: dict[str, tuple[int, int]] | None = None, notes: list[dict[str, Any]] = ()) -> None:
+    def item_ended(
+        self,
+        base: dict[str, Any] | None,
+        nodeid: str,
+        check: str,
+        *,
+        interrupted: bool = False,
+        issue_scope: dict[str, tuple[int, int]] | None = None,
+        notes: Sequence[dict[str, Any]] = (),
+    ) -> None:
         """The item finished (whatever its verdict): its tally; an item started and not ended was interrupted."""
         tally, self.tally = self.tally, None
         record: dict[str, Any] = {"kind": "item_end", "nodeid": nodeid, "worker": self.worker, "check": check}
@@ -117,20 +197,62 @@ class RecordWriter:
         """An operation and its implementations (libraries, documented defaults), once per worker."""
         self.store.append({"kind": "operation", "worker": self.worker, "operation": description})
 
-    def worst(self, base: dict[str, Any], nodeid: str, check: str, against: str, value: float, case_json: str,
-              artifact: str, extra: dict[str, Any]) -> None:
+    def worst(
+        self,
+        base: dict[str, Any],
+        nodeid: str,
+        check: str,
+        against: str,
+        value: float,
+        case_json: str,
+        artifact: str,
+        extra: dict[str, Any],
+    ) -> None:
         """An item's worst case against the reference or one other library (the cross-library page)."""
-        self.store.append(base | extra | {"kind": "worst", "nodeid": nodeid, "check": check, "against": against,
-                                          "max_abs": value, "artifact": artifact}, encoded={"case": case_json})
+        self.store.append(
+            base
+            | extra
+            | {
+                "kind": "worst",
+                "nodeid": nodeid,
+                "check": check,
+                "against": against,
+                "max_abs": value,
+                "artifact": artifact,
+            },
+            encoded={"case": case_json},
+        )
 
     def item_verdict(self, base: dict[str, Any], nodeid: str, check: str, verdict: str, message: str) -> None:
-        self.store.append(base | {"kind": "outcome", "nodeid": nodeid, "check": check, "verdict": verdict,
-                                  "phase": "item", "message": message}, flush=True)
+        self.store.append(
+            base
+            | {
+                "kind": "outcome",
+                "nodeid": nodeid,
+                "check": check,
+                "verdict": verdict,
+                "phase": "item",
+                "message": message,
+            },
+            flush=True,
+        )
 
-    def resource(self, base: dict[str, Any], nodeid: str, check: str, example: int, case: dict[str, Any],
-                 message: str) -> None:
-        self.store.append(base | {"kind": "outcome", "nodeid": nodeid, "check": check, "verdict": "resource",
-                                  "phase": "explore", "example": example, "case": case, "message": message})
+    def resource(
+        self, base: dict[str, Any], nodeid: str, check: str, example: int, case: dict[str, Any], message: str
+    ) -> None:
+        self.store.append(
+            base
+            | {
+                "kind": "outcome",
+                "nodeid": nodeid,
+                "check": check,
+                "verdict": "resource",
+                "phase": "explore",
+                "example": example,
+                "case": case,
+                "message": message,
+            }
+        )
 
     def crash(self, nodeid: str, message: str, case_json: str | None = None) -> None:
         """An item whose worker process died: its test id tells the op, target, dtype, mode and check;
@@ -138,11 +260,23 @@ class RecordWriter:
         parsed = parse_item_id(nodeid)
         test = parsed.test if parsed else nodeid.rpartition("::")[2]
         target, dtype, mode, check = parsed[2:] if parsed else ("?", "?", "?", "?")
-        record = {
-            "kind": "outcome", "nodeid": nodeid, "test": test, "op": test.removeprefix("test_"), "target": target,
-            "virtual": target.startswith("vcuda"), "dtype": dtype, "mode": mode, "worker": self.worker,
-            "pid": os.getpid(), "check": check, "verdict": "error", "phase": "item", "crash": True,
-            "message": f"the worker process died while running this item: {message}"}
+        record: dict[str, Any] = {
+            "kind": "outcome",
+            "nodeid": nodeid,
+            "test": test,
+            "op": test.removeprefix("test_"),
+            "target": target,
+            "virtual": target.startswith("vcuda"),
+            "dtype": dtype,
+            "mode": mode,
+            "worker": self.worker,
+            "pid": os.getpid(),
+            "check": check,
+            "verdict": "error",
+            "phase": "item",
+            "crash": True,
+            "message": f"the worker process died while running this item: {message}",
+        }
         if case_json is not None:
             record["case_json"] = case_json
             record["repro"] = f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case_json)}"

@@ -1,6 +1,7 @@
 """Timings as data: one op's time per call on a target, dtype, mode and input shape against the
 calibration op timed beside it; reading and writing `timings.json`; and comparing two builds' timings by
 that ratio (a slowdown is a ratio grown beyond the threshold).  Measuring them is conformance.engine.timing."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,12 @@ from typing import Any
 FORMAT = "conformance-timings/1"
 # Input shapes that matter for data loading: a tiny image (per-call overhead), one ImageNet-sized
 # sample, a batch of 64 of them, one 1080p frame (throughput).  Always batched: kornia wants (B, C, H, W).
-SHAPES: dict[str, tuple[int, ...]] = {"1x3x16x16": (1, 3, 16, 16), "1x3x224x224": (1, 3, 224, 224),
-                                      "64x3x224x224": (64, 3, 224, 224), "1x3x1080x1920": (1, 3, 1080, 1920)}
+SHAPES: dict[str, tuple[int, ...]] = {
+    "1x3x16x16": (1, 3, 16, 16),
+    "1x3x224x224": (1, 3, 224, 224),
+    "64x3x224x224": (64, 3, 224, 224),
+    "1x3x1080x1920": (1, 3, 1080, 1920),
+}
 TIMED_DTYPES = ("uint8", "float32")
 DEFAULT_THRESHOLD = 1.5
 
@@ -49,10 +54,19 @@ def read(path: Path) -> list[Timing]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise TimingsError(f"{path}: not a timings file (format {data.get('format') if isinstance(data, dict) else None!r}, "
-                               f"expected {FORMAT!r})")
-        found = [Timing(**{k: (float(v) if k in ("seconds", "calibration_seconds", "spread", "ratio") else str(v))
-                           for k, v in row.items()}) for row in data["timings"]]
+            raise TimingsError(
+                f"{path}: not a timings file (format {data.get('format') if isinstance(data, dict) else None!r}, "
+                f"expected {FORMAT!r})"
+            )
+        found = [
+            Timing(
+                **{  # type: ignore[arg-type]  # each field converted to its declared type, checked below
+                    k: (float(v) if k in ("seconds", "calibration_seconds", "spread", "ratio") else str(v))
+                    for k, v in row.items()
+                }
+            )
+            for row in data["timings"]
+        ]
     except json.JSONDecodeError as exc:
         raise TimingsError(f"{path}: not JSON ({exc.msg}); the file is truncated or damaged") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -73,13 +87,16 @@ class Slowdown:
 
     def describe(self) -> str:
         a, b = self.after, self.before
-        return (f"{a.op} on {a.target} [{a.dtype}, {a.mode}, {a.shape}]: {self.factor:.2f}x slower against the "
-                f"calibration op ({b.seconds * 1e6:.1f} -> {a.seconds * 1e6:.1f} us per call; calibration "
-                f"{b.calibration_seconds * 1e6:.1f} -> {a.calibration_seconds * 1e6:.1f} us)")
+        return (
+            f"{a.op} on {a.target} [{a.dtype}, {a.mode}, {a.shape}]: {self.factor:.2f}x slower against the "
+            f"calibration op ({b.seconds * 1e6:.1f} -> {a.seconds * 1e6:.1f} us per call; calibration "
+            f"{b.calibration_seconds * 1e6:.1f} -> {a.calibration_seconds * 1e6:.1f} us)"
+        )
 
 
-def compare(before: list[Timing], after: list[Timing],
-            threshold: float = DEFAULT_THRESHOLD) -> tuple[list[Slowdown], list[Slowdown]]:
+def compare(
+    before: list[Timing], after: list[Timing], threshold: float = DEFAULT_THRESHOLD
+) -> tuple[list[Slowdown], list[Slowdown]]:
     """(slowdowns beyond `threshold`, every matched pair) by the ratio to the calibration op."""
     earlier = {t.key: t for t in before}
     pairs = [Slowdown(earlier[t.key], t) for t in after if t.key in earlier]

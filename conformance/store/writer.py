@@ -6,6 +6,7 @@ item are appended as one batch when it ends, and the case an xdist worker is abo
 place before the op runs (so a process that dies names it).  Readers skip (and count) a torn last line or
 batch.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,8 +70,8 @@ class Store:
         (run_dir / "environment").mkdir(exist_ok=True)
         if environment:  # the controller's crash records come with none: the workers' describe the run
             (run_dir / "environment" / f"{worker}.json").write_text(json.dumps(json_safe(environment), indent=2))
-        self._file: TextIO = open(run_dir / "outcomes" / f"{worker}.jsonl", "a", encoding="utf-8",
-                                  buffering=1 << 16)
+        journal = run_dir / "outcomes" / f"{worker}.jsonl"
+        self._file: TextIO = open(journal, "a", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self.examples = ExamplesWriter(run_dir, worker)
         self._artifact_count = 0
         self._running: int | None = None  # outcomes/<worker>.running: the case this process is running
@@ -92,8 +93,9 @@ class Store:
         """Name the case this process is about to run, in place of the last one (a file of two lines, rewritten
         before every op call): if the process dies, the controller reads it (`running_case`)."""
         if self._running is None:
-            self._running = os.open(self.run_dir / "outcomes" / f"{self.worker}.running", os.O_WRONLY | os.O_CREAT,
-                                    0o644)
+            self._running = os.open(
+                self.run_dir / "outcomes" / f"{self.worker}.running", os.O_WRONLY | os.O_CREAT, 0o644
+            )
         data = f"{json.dumps({'nodeid': nodeid})}\n{case_json}\n".encode()
         os.pwrite(self._running, data, 0)
         os.ftruncate(self._running, len(data))
@@ -110,7 +112,7 @@ class Store:
         folder = self.run_dir / "artifacts"
         folder.mkdir(exist_ok=True)
         name = f"{self.worker}-{self._artifact_count:05d}-{safe_name(stem)}.npz"
-        np.savez_compressed(folder / name, **{k: compact(v) for k, v in arrays.items()})
+        np.savez_compressed(folder / name, allow_pickle=False, **{k: compact(v) for k, v in arrays.items()})
         return f"artifacts/{name}"
 
     def close(self) -> None:

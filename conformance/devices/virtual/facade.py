@@ -8,6 +8,7 @@ graphs, AMP, RNG states) raises NotEmulatable naming it, so the item is skipped 
 emulatable", never failed with an error the real device would not raise.  Everything is
 restored when the outermost `virtual_cuda()` exits.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -64,12 +65,13 @@ def _device_index(device: Any = None) -> int:
 
 def _stream(stream: Any) -> contextlib.AbstractContextManager:
     if stream is not None and not isinstance(stream, _Stream):
-        raise NotEmulatable("torch.cuda.stream with a stream other than the current or default one "
-                            "is not answered by a virtual device")
+        raise NotEmulatable(
+            "torch.cuda.stream with a stream other than the current or default one is not answered by a virtual device"
+        )
     return contextlib.nullcontext()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def answers(count: int) -> dict[str, Callable[..., Any]]:
     """Every `torch.cuda` function a virtual device answers, and its answer."""
     return {
@@ -108,14 +110,14 @@ def _refusal(module: ModuleType, name: str, original: Any) -> Any:
     return refuse
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _import_before_patching() -> None:
     """torch imports torch._dynamo on the first dispatch-mode entry, and it keeps references to
     torch.cuda functions in tables: it must see the real ones, never this facade's."""
     import torch._dynamo  # noqa: F401
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _unanswered() -> tuple[tuple[ModuleType, str], ...]:
     """(module, name) of every public torch.cuda / torch.cuda.amp callable not in `answers`
     (asked before torch.cuda is first patched).  Exceptions (`except torch.cuda.OutOfMemoryError`)
@@ -125,15 +127,21 @@ def _unanswered() -> tuple[tuple[ModuleType, str], ...]:
     for module in (torch.cuda, torch.cuda.amp):
         for name, value in vars(module).items():
             defined_here = getattr(value, "__module__", None) or ""
-            if (name.startswith("_") or name in answered or not callable(value) or isinstance(value, ModuleType)
-                    or not defined_here.startswith("torch.cuda") or name.endswith(("Tensor", "Storage"))
-                    or (isinstance(value, type) and issubclass(value, BaseException))):
+            if (
+                name.startswith("_")
+                or name in answered
+                or not callable(value)
+                or isinstance(value, ModuleType)
+                or not defined_here.startswith("torch.cuda")
+                or name.endswith(("Tensor", "Storage"))
+                or (isinstance(value, type) and issubclass(value, BaseException))
+            ):
                 continue
             found.append((module, name))
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _replacements(count: int) -> tuple[tuple[ModuleType, dict[str, Any]], ...]:
     """What `torch.cuda` and `torch.cuda.amp` get while `count` virtual devices are active, per module: the
     answers and the refusals, built once (a refusal wraps its original's name and docstring: building them

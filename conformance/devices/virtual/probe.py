@@ -5,6 +5,7 @@ fail inside an op (an error blamed on the library under test), target discovery 
 `unavailable_reason()` once: every private entry point must exist, and a small self-test must
 behave, or no vcuda target is offered and the reason is said.
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,9 +51,13 @@ def _modules_move_whole() -> None:
         module.to("cuda:1")
         out = module(tensor.to_virtual(torch.ones(1, 2), torch.device("cuda:1")))
     weight = module.weight
-    _expect(type(weight) is not torch.Tensor and isinstance(getattr(weight, "_inner", None), torch.Tensor)
-            and weight.device == torch.device("cuda:1") and out.device == torch.device("cuda:1"),
-            f"the weight became {type(weight).__name__} on {weight.device} without its data")
+    _expect(
+        type(weight) is not torch.Tensor
+        and isinstance(getattr(weight, "_inner", None), torch.Tensor)
+        and weight.device == torch.device("cuda:1")
+        and out.device == torch.device("cuda:1"),
+        f"the weight became {type(weight).__name__} on {weight.device} without its data",
+    )
 
 
 # (what is tested, the private entry points it rests on, the test)
@@ -63,17 +68,21 @@ SELF_TESTS: tuple[tuple[str, str, Callable[[], None]], ...] = (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def unavailable_reason() -> str | None:
     """Why virtual targets cannot run with this torch, or None (asked once per process)."""
     missing = torch_private.missing(VIRTUAL_APIS)
     if missing:
-        return (f"virtual targets are off: torch {torch.__version__} lacks {', '.join(missing)}, which the "
-                f"virtual device needs (see conformance/devices/virtual/probe.py)")
+        return (
+            f"virtual targets are off: torch {torch.__version__} lacks {', '.join(missing)}, which the "
+            f"virtual device needs (see conformance/devices/virtual/probe.py)"
+        )
     for what, rests_on, test in SELF_TESTS:
         try:
             test()
         except Exception as exc:  # noqa: BLE001 - any failure means the device cannot be trusted
-            return (f"virtual targets are off: with torch {torch.__version__} the virtual device's self-test "
-                    f"failed for {what} ({rests_on}): {type(exc).__name__}: {exc}")
+            return (
+                f"virtual targets are off: with torch {torch.__version__} the virtual device's self-test "
+                f"failed for {what} ({rests_on}): {type(exc).__name__}: {exc}"
+            )
     return None

@@ -3,20 +3,28 @@ runs the op): the one device of an op's tensors, or the same "Expected all tenso
 error as real CUDA (CPU 0-dim tensors mix with anything; CPU index tensors may index); the device a bare
 `cuda` means; kernels that exist only on the device; where a cpu tensor made during a call came from.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import torch
 
-from conformance.devices.placement import PlacementLog, leaves, library_frame
+from conformance.devices.frames import library_frame
+from conformance.devices.placement import PlacementLog, leaves
 from conformance.devices.torch_private import aten_overload, private
 from conformance.devices.virtual.state import DeviceMixError, NotEmulatable, state
 
 # The aten overloads these rules name, resolved by name so that a torch lacking one still
 # imports this module; the probe reports what is missing.
-INDEX_OP_NAMES = ("index.Tensor", "index_put_.default", "index_put.default", "_index_put_impl_.default",
-                  "_unsafe_index.Tensor", "_unsafe_index_put.default")
+INDEX_OP_NAMES = (
+    "index.Tensor",
+    "index_put_.default",
+    "index_put.default",
+    "_index_put_impl_.default",
+    "_unsafe_index.Tensor",
+    "_unsafe_index_put.default",
+)
 LIFT_NAMES = ("lift_fresh.default", "lift_fresh_copy.default", "lift.default")
 TRANSFER_NAMES = ("_to_copy.default", "copy_.default")
 USED_NAMES = (*INDEX_OP_NAMES, *LIFT_NAMES, *TRANSFER_NAMES, "clone.default", "_local_scalar_dense.default")
@@ -73,7 +81,8 @@ def check_devices(func, args: tuple, inputs: list[Any], log: PlacementLog | None
         cause = "; " + "; ".join(causes) if causes else ""
         raise DeviceMixError(
             f"Expected all tensors to be on the same device, but found at least two devices, "
-            f"{devices[0]} and {devices[1]}! (in {func} at {library_frame(3)}{cause})")
+            f"{devices[0]} and {devices[1]}! (in {func} at {library_frame(3)}{cause})"
+        )
     for device in found:
         if device.type != "cpu":
             return device

@@ -1,5 +1,6 @@
 """The virtual device's process state: its errors, which virtual device is current on each thread, the
 placement logs of the active targets, and the CUDA device guard that a machine without a driver lacks."""
+
 from __future__ import annotations
 
 import functools
@@ -35,7 +36,7 @@ def current_log() -> PlacementLog | None:
     return state.logs[-1] if state.logs else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def real_device_count() -> int:
     """Real CUDA devices, asked once (before torch.cuda is ever patched)."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0

@@ -8,6 +8,7 @@ op's device.  `VirtualMode` routes factory calls (`torch.zeros(..., device="cuda
 virtual tensor, the same way.  Python bindings that would set a real C++ CUDA device guard before
 dispatch are overridden here so they go to dispatch directly.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,14 @@ import torch
 
 from conformance.devices.placement import PlacementLog, leaves, map_leaves
 from conformance.devices.torch_private import dispatch_mode_base, private
-from conformance.devices.virtual.rules import (COPY, TO_COPY, check_devices, refuse_device_only_kernel, resolve,
-                                               track_origin)
+from conformance.devices.virtual.rules import (
+    COPY,
+    TO_COPY,
+    check_devices,
+    refuse_device_only_kernel,
+    resolve,
+    track_origin,
+)
 from conformance.devices.virtual.state import DeviceMixError, NotEmulatable, current_log, ensure_device_guard, state
 
 CPU = torch.device("cpu")
@@ -30,15 +37,22 @@ class VirtualTensor(torch.Tensor):
     __torch_function__ = private("torch._C._disabled_torch_function_impl")
 
     @staticmethod
-    def __new__(cls, inner: torch.Tensor, device: torch.device) -> "VirtualTensor":
+    def __new__(cls, inner: torch.Tensor, device: torch.device) -> VirtualTensor:
         wrapper = private("torch.Tensor._make_wrapper_subclass")(
-            cls, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(),
-            dtype=inner.dtype, layout=inner.layout, device=device, requires_grad=False)
+            cls,
+            inner.size(),
+            strides=inner.stride(),
+            storage_offset=inner.storage_offset(),
+            dtype=inner.dtype,
+            layout=inner.layout,
+            device=device,
+            requires_grad=False,
+        )
         wrapper._inner = inner
         return wrapper
 
     @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[override]  # torch's protocol
         return dispatch(func, args, kwargs or {}, None)
 
     # A traceable wrapper: Module.to() then swaps parameters in whole instead of `.data =`,
@@ -105,11 +119,13 @@ class VirtualTensor(torch.Tensor):
 
     def numpy(self, *, force: bool = False) -> Any:
         if not force:  # what CUDA tensors say
-            raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
-                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+            raise TypeError(
+                f"can't convert {self.device} device type tensor to numpy. "
+                "Use Tensor.cpu() to copy the tensor to host memory first."
+            )
         return self.cpu().numpy()
 
-    def __repr__(self, *, tensor_contents: Any = None) -> str:
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]  # torch's stub says Any
         return f"{self._inner!r}"[:-1] + f", device='{self.device}' (virtual))"
 
     def __format__(self, spec: str) -> str:
@@ -133,8 +149,10 @@ def _index_for(target: VirtualTensor, index: Any) -> Any:
     parts = index if isinstance(index, tuple) else (index,)
     for part in parts:
         if isinstance(part, torch.Tensor) and part.device.type != "cpu" and part.device != target.device:
-            raise DeviceMixError(f"indices should be either on cpu or on the same device as the indexed "
-                                 f"tensor ({target.device}), got {part.device}")
+            raise DeviceMixError(
+                f"indices should be either on cpu or on the same device as the indexed "
+                f"tensor ({target.device}), got {part.device}"
+            )
     return tuple(unwrap(p) for p in parts) if isinstance(index, tuple) else unwrap(index)
 
 

@@ -1,0 +1,232 @@
+"""The pytest plugin's collection and item hooks (conformance.plugin registers this module): one item per
+check of each op, target, dtype and mode; the run order that keeps a variant's items together; each item's
+life, from the engine's decisions (`ItemEnd`, a skip reason) to pytest's outcomes; and the report of a
+finding without the harness's frames."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.plugin import STATE, run_of
+from conformance.spec.item_ids import item_params_id, parse_item_id
+
+
+@pytest.fixture(scope="session")
+def conformance_run(pytestconfig: pytest.Config) -> Any:
+    return run_of(pytestconfig)
+
+
+def _spec_of(obj: Any) -> Any:
+    return getattr(getattr(obj, "function", obj), "conformance_spec", None)
+
+
+def _item_info(item: pytest.Item) -> Any:
+    """The engine's view of a conformance item (conformance.engine.ledger.ItemInfo), or None for another test."""
+    from conformance.engine.ledger import ItemInfo
+
+    spec = _spec_of(item)
+    if spec is None or getattr(item, "callspec", None) is None:
+        return None
+    params = item.callspec.params  # type: ignore[attr-defined]
+    test = getattr(item, "originalname", item.name)  # a pytest.Function's name without its parameters
+    return ItemInfo(
+        item.nodeid,
+        test,
+        Path(str(item.path)),
+        spec,
+        params["target"],
+        params["dtype"],
+        params["mode"],
+        params["check"],
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    spec = _spec_of(metafunc.function)
+    if spec is None:
+        return
+    from hypothesis import settings
+
+    from conformance.checks.registry import applicable
+
+    run = run_of(metafunc.config)
+    if not getattr(metafunc.function, "_conformance_settings", False):  # the profile applies to spec tests only
+        settings(run.cfg.hypothesis_settings)(metafunc.function)
+        metafunc.function._conformance_settings = True
+    unmet = spec.unmet_requirement()
+
+    def marks(target: str) -> list[pytest.MarkDecorator]:
+        if unmet:
+            return [pytest.mark.skip(reason=unmet)]
+        if run.targets[target].virtual and spec.needs_real_device:
+            return [pytest.mark.skip(reason=f"not emulatable on a virtual device: {spec.needs_real_device}")]
+        return []
+
+    if spec.narrowed and not unmet:
+        run.narrowed[spec.name] = spec.narrowed
+    # One item per check; within a variant, targets vary slowest and checks fastest: a variant's items
+    # run back to back in a worker, so its drawn cases, reference and each target's op run are
+    # computed once and still cached for the next check and the next target.
+    params = [
+        pytest.param(
+            target, dtype, mode, check.name, id=item_params_id(target, dtype, mode, check.name), marks=marks(target)
+        )
+        for dtype, mode in spec.variant_pairs()
+        for target in run.targets
+        if spec.runs_on(run.targets[target])
+        for check in applicable(spec, run.targets[target], mode, run.options)
+    ]
+    metafunc.parametrize(("target", "dtype", "mode", "check"), params)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The items of one operation's implementations run together, variant by variant, so each
+    library checks the cases the first one drew while its inputs and outputs are still cached."""
+    from conformance.engine.ordering import operation_order
+
+    slots = [n for n, item in enumerate(items) if _spec_of(item) is not None]
+    if slots:
+        ordered = operation_order([items[n] for n in slots], _spec_of)
+        for slot, item in zip(slots, ordered, strict=False):
+            items[slot] = item
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A --replay case for an op no selected test runs, a --baseline that shares no op with the selected specs,
+    or a --tolerances rule for no collected op is a usage error (every item would be skipped, and a gate would
+    pass on nothing).  An xdist worker leaves it to the controller, which sees every worker's collection."""
+    run = session.config.stash[STATE].run
+    if run is None or hasattr(session.config, "workerinput"):
+        return
+    _judge_collection(
+        session.config, run, {spec.name for item in session.items if (spec := _spec_of(item)) is not None}
+    )
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: unknown where it is not installed
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """On the xdist controller: the checks of `pytest_collection_finish`, on the ids a worker collected (a
+    usage error is an exit with pytest's usage-error code: raising inside xdist's loop is an internal error)."""
+    state = node.config.stash.get(STATE, None)
+    if state is None or state.run is None or state.collection_checked:
+        return
+    state.collection_checked = True
+    collected = {parsed.test.removeprefix("test_") for nodeid in ids if (parsed := parse_item_id(nodeid)) is not None}
+    try:
+        _judge_collection(node.config, state.run, collected)
+    except pytest.UsageError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _judge_collection(config: pytest.Config, run: Any, collected: set[str]) -> None:
+    """A collection problem is a usage error; on a -k/-m/node-id selection some are warnings."""
+
+    from conformance.engine.collection import collection_problem
+
+    selected = bool(config.option.keyword or config.option.markexpr or any("::" in a for a in config.args))
+    problem = collection_problem(run, collected, selected)
+    if problem is not None and problem.warning:
+        warnings.warn(pytest.PytestWarning(problem.message), stacklevel=2)
+    elif problem is not None:
+        raise pytest.UsageError(problem.message)
+
+
+XFAIL = pytest.StashKey[str]()  # an item whose failures were all known issues: reported as xfailed
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    spec = _spec_of(item)
+    if spec is None:
+        return (yield)
+    from conformance.engine.judgement import is_conformance_failure
+    from conformance.spec.known_issues import KnownIssuesError
+
+    run = run_of(item.config)
+    params = item.callspec.params  # type: ignore[attr-defined]
+    if not run.knows_items:  # once: the session's items in run order
+        run.learn_items(info for i in item.session.items if (info := _item_info(i)) is not None)
+    try:
+        skip = run.begin_item(_item_info(item))
+    except KnownIssuesError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    if skip is not None:
+        pytest.skip(skip)
+    try:
+        result = yield
+    except BaseException as failure:
+        run.end_item(passed=False, interrupted=isinstance(failure, KeyboardInterrupt))
+        if (
+            run.targets[params["target"]].virtual
+            and run.cfg.virtual_findings == "warn"
+            and is_conformance_failure(failure)
+        ):
+            first = str(failure).splitlines()[0]
+            pytest.xfail(f"virtual-target finding, a warning under --virtual-findings=warn: {first}")
+        raise
+    ended = run.end_item(passed=True)
+    if ended.fail:
+        pytest.fail(ended.fail, pytrace=False)
+    if ended.warnings and run.cfg.fail_on_warning:
+        pytest.fail(
+            "; ".join(ended.warnings) + " (a warning: it fails the gate under --fail-on-warning)", pytrace=False
+        )
+    if ended.skip:
+        pytest.skip(ended.skip)
+    if ended.xfail:
+        # not pytest.xfail(): raising it makes pytest format the whole traceback for a report that never shows
+        # it (20 ms an item); the report is marked in pytest_runtest_makereport instead
+        item.stash[XFAIL] = ended.xfail
+    return result
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Check the cases another target drew for this op, dtype and mode (or saved ones); hypothesis
+    draws otherwise.  A planned case that fails hands over to hypothesis, which finds the failure
+    again and shrinks it; if it cannot (a random profile draws other cases), the planned failure stands.
+    """
+    spec = _spec_of(pyfuncitem)
+    if spec is None:
+        return None
+    from conformance.engine.judgement import ConformanceFailure
+
+    run = run_of(pyfuncitem.config)
+    cases = run.plan()
+    if cases is None and run.sources.saved_from is not None:
+        option = "--cases-from" if run.cfg.cases_from is not None else "--baseline"
+        pytest.skip(f"{option} {run.sources.saved_from} has no cases for this item")
+    if cases is None:
+        return None
+    failure = run.run_plan(cases)
+    if failure is None:
+        return True
+    wanted = inspect.signature(pyfuncitem.obj).parameters  # hypothesis' wrapper asks for all but its own
+    arguments = {name: value for name, value in pyfuncitem.funcargs.items() if name in wanted}
+    pyfuncitem.obj(**arguments)  # raises the shrunk failure when hypothesis finds it
+    raise ConformanceFailure(f"{failure}\n(hypothesis did not draw this case again, so it is not shrunk)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    spec = _spec_of(item)
+    if spec is None:
+        return report
+    from conformance.engine.judgement import finding_text, is_conformance_failure
+
+    if report.when == "call" and report.passed and XFAIL in item.stash:
+        report.outcome = "skipped"
+        report.wasxfail = item.stash[XFAIL]
+    if report.failed and call.excinfo is not None and is_conformance_failure(call.excinfo.value):
+        report.longrepr = finding_text(call.excinfo.value)  # the finding, without the harness's frames
+    if report.skipped and not hasattr(report, "wasxfail") and report.when in ("setup", "call"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")  # pytest's prefix for a skip raised inside the test
+        run_of(item.config).record_skip(_item_info(item), reason)
+    return report

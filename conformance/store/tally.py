@@ -1,0 +1,206 @@
+"""One test item's tally: counts per verdict, the worst example's numbers, known issues, what unmoved modules
+did, which side a cross-device gap is on, the cross-library measurement and warnings.  The process running the
+item adds its examples one at a time and writes the tally with the item's end; the summary
+(conformance.store.aggregate) merges written tallies, one record per item."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+COUNTED_PHASES = ("explore", "final", "replay", "item")
+VERDICT_ORDER = ("fail", "error", "known_issue", "warning", "resource", "interrupted", "skipped", "pass")
+MAX_WARNING_MESSAGES = 3
+MAX_SKIP_REASONS = 5
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return math.inf if math.isnan(number) else number
+
+
+def family(nodeid: str) -> str:
+    """The case module an item comes from, as a family name: `cases/test_resize.py::...` -> `resize`."""
+    return nodeid.split("::")[0].rpartition("/")[2].removesuffix(".py").removeprefix("test_")
+
+
+class Tally:
+    """One item's (or one summary group's) outcomes, added one at a time or merged from a written tally."""
+
+    __slots__ = (
+        "behaviours",
+        "causes",
+        "counts",
+        "diverges",
+        "interrupted",
+        "issue_scope",
+        "known",
+        "peers",
+        "shrunk",
+        "warnings",
+        "worst",
+        "worst_value",
+    )
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.worst: dict[str, Any] | None = None
+        self.worst_value = -math.inf
+        self.known: set[str] = set()
+        self.behaviours: Counter[str] = Counter()
+        self.diverges: Counter[str] = Counter()
+        self.interrupted = False
+        self.peers: dict[str, dict[str, Any]] | None = None
+        self.warnings: Counter[str] = Counter()  # first messages of warnings, with their cases
+        self.issue_scope: dict[str, list[int]] = {}  # known issue -> [cases in its scope, cases it explained]
+        self.causes: Counter[str] = Counter()  # what kind of failure or warning, for those that did not pass
+        self.shrunk = 0  # examples hypothesis ran while minimising a failure (not counted as outcomes)
+
+    def add(self, record: dict[str, Any]) -> None:
+        """One outcome record (an item-level verdict, or a check outcome as a dict)."""
+        metrics = record.get("metrics") or {}
+        tolerance = record.get("tolerance") or {}
+        known = record.get("known_issue")
+        details = record.get("details")
+        self.add_example(
+            record["verdict"],
+            metrics.get("max_abs"),
+            metrics.get("mismatch_fraction"),
+            tolerance.get("name"),
+            tolerance.get("atol"),
+            tolerance.get("max_mismatch_fraction"),
+            known.get("id") if isinstance(known, dict) else known,
+            record.get("behaviour"),
+            record.get("diverges"),
+            record.get("cause"),
+            record.get("message", ""),
+            details.get("peers") if isinstance(details, dict) else None,
+        )
+
+    def add_example(
+        self,
+        verdict: str,
+        max_abs: Any,
+        mismatch_fraction: Any,
+        tolerance: str | None,
+        atol: Any,
+        allowed_mismatch_fraction: Any,
+        known_issue: str | None,
+        behaviour: str | None,
+        diverges: str | None,
+        cause: str | None,
+        message: str,
+        peers: dict[str, Any] | None,
+    ) -> None:
+        """One check outcome of one counted example, by its fields."""
+        self.counts[verdict] += 1
+        if known_issue:
+            self.known.add(known_issue)
+        if behaviour:
+            self.behaviours[behaviour] += 1
+        if diverges:
+            self.diverges[diverges] += 1
+        if verdict != "pass" and cause:
+            self.causes[cause] += 1
+        if verdict == "warning":
+            message = str(message or "")
+            if message in self.warnings or len(self.warnings) < MAX_WARNING_MESSAGES:
+                self.warnings[message] += 1
+        if peers:
+            for name, entry in peers.items():
+                if isinstance(entry, dict):
+                    self._add_peer(name, entry, 1)
+        if max_abs is not None:
+            number = _number(max_abs)
+            if number is not None and (self.worst is None or number > self.worst_value):
+                self.worst_value = number
+                self.worst = {
+                    "max_abs": max_abs,
+                    "mismatch_fraction": mismatch_fraction,
+                    "tolerance": tolerance,
+                    "atol": atol,
+                    "allowed_mismatch_fraction": allowed_mismatch_fraction,
+                }
+
+    def _consider(self, worst: dict[str, Any] | None) -> None:
+        if not worst or worst.get("max_abs") is None:
+            return
+        number = _number(worst["max_abs"])
+        if number is not None and (self.worst is None or number > self.worst_value):
+            self.worst, self.worst_value = worst, number
+
+    def _add_peer(self, name: str, entry: dict[str, Any], compared: int) -> None:
+        """The cross-library measurement: per other implementation, the largest difference and how many
+        cases were compared (or why not)."""
+        if self.peers is None:
+            self.peers = {}
+        kept = self.peers.setdefault(
+            name,
+            {
+                "library": entry.get("library"),
+                "target": entry.get("target"),
+                "compared": 0,
+                "max_abs": None,
+                "skipped": {},
+            },
+        )
+        if "skipped" in entry and "compared" not in entry:
+            reason = str(entry["skipped"])[:200]
+            if reason in kept["skipped"] or len(kept["skipped"]) < MAX_SKIP_REASONS:
+                kept["skipped"][reason] = kept["skipped"].get(reason, 0) + 1
+            return
+        kept["compared"] += compared
+        for reason, count in (entry.get("skipped") or {}).items() if "compared" in entry else ():
+            if reason in kept["skipped"] or len(kept["skipped"]) < MAX_SKIP_REASONS:
+                kept["skipped"][reason] = kept["skipped"].get(reason, 0) + count
+        value = _number(entry.get("max_abs"))
+        if value is None:
+            return
+        # the largest difference; among equal ones the lowest PSNR, so the row does not depend on the order
+        # in which workers wrote their records
+        rank = (value, -(_number(entry.get("psnr")) or 0.0))
+        if kept["max_abs"] is None or rank > (_number(kept["max_abs"]), -(_number(kept.get("psnr")) or 0.0)):
+            kept["max_abs"], kept["mismatch_fraction"] = entry.get("max_abs"), entry.get("mismatch_fraction")
+            kept["psnr"] = entry.get("psnr")
+
+    def count_issue(self, issue: str, in_scope: int, explained: int) -> None:
+        scope = self.issue_scope.setdefault(issue, [0, 0])
+        scope[0] += in_scope
+        scope[1] += explained
+
+    def to_dict(self) -> dict[str, Any]:
+        """What an item's end record carries (empty parts left out)."""
+        found: dict[str, Any] = {"counts": dict(self.counts)}
+        for name in ("worst", "peers"):
+            if getattr(self, name):
+                found[name] = getattr(self, name)
+        if self.known:
+            found["known"] = sorted(self.known)
+        if self.shrunk:
+            found["shrunk"] = self.shrunk
+        for name in ("behaviours", "diverges", "warnings", "issue_scope", "causes"):
+            if getattr(self, name):
+                found[name] = dict(getattr(self, name))
+        return found
+
+    def merge(self, written: dict[str, Any]) -> None:
+        """Add a tally an item wrote (`to_dict`)."""
+        self.counts.update({str(k): int(v) for k, v in (written.get("counts") or {}).items()})
+        self.known.update(str(k) for k in written.get("known") or ())
+        self.behaviours.update(written.get("behaviours") or {})
+        self.diverges.update(written.get("diverges") or {})
+        self.causes.update(written.get("causes") or {})
+        self.shrunk += int(written.get("shrunk", 0) or 0)
+        for message, count in (written.get("warnings") or {}).items():
+            if message in self.warnings or len(self.warnings) < MAX_WARNING_MESSAGES:
+                self.warnings[message] += int(count)
+        for issue, (in_scope, explained) in (written.get("issue_scope") or {}).items():
+            self.count_issue(issue, int(in_scope), int(explained))
+        for name, entry in (written.get("peers") or {}).items():
+            if isinstance(entry, dict):
+                self._add_peer(name, entry, int(entry.get("compared", 0) or 0))
+        self._consider(written.get("worst"))
