@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from conformance.engine import config as run_config
-from conformance.engine import options, profiles
+from conformance.engine import interrupts, options, profiles
 
 pytest_plugins = ("conformance.plugin_items",)  # the item hooks, registered with this module
 profiles.register()  # named profiles for --hypothesis-profile; registering loads nothing
@@ -33,7 +33,7 @@ class PluginState:
     run: Any = None  # session.ConformanceRun, once conformance is asked for or specs are collected
     run_dir: Path | None = None  # the xdist controller's run folder (it collects nothing itself)
     lazily: bool = False  # set up at collection: its header is printed after collection
-    previous_sigterm: Any = None
+    previous_handlers: dict[int, Any] = field(default_factory=dict)  # restored at unconfigure
     report_path: Path | None = None
     report_error: str | None = None
     narrowed: dict[str, str] = field(default_factory=dict)
@@ -45,10 +45,6 @@ STATE = pytest.StashKey[PluginState]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
-
-
-def _interrupt_on_sigterm(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum} (SIGTERM)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -97,9 +93,13 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     except CaseSourceError as exc:
         raise pytest.UsageError(str(exc)) from None
     state.run.narrowed = state.narrowed
+    interrupts.clear()
     if workerinput is None and threading.current_thread() is threading.main_thread():
-        # CI cancellations and timeouts send SIGTERM: end like Ctrl-C (summary and report marked incomplete)
-        state.previous_sigterm = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+        # CI cancellations and timeouts send SIGTERM: end like Ctrl-C (summary and report marked incomplete).
+        # Both are remembered as well as raised: see conformance.engine.interrupts for where one gets lost.
+        state.previous_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, interrupts.on_signal)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not one a debugger or host set
+            state.previous_handlers[signal.SIGINT] = signal.signal(signal.SIGINT, interrupts.on_signal)
     return state.run
 
 
@@ -153,8 +153,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
-    if state is not None and state.previous_sigterm is not None:
-        signal.signal(signal.SIGTERM, state.previous_sigterm)
+    if state is not None:
+        for signum, handler in state.previous_handlers.items():
+            signal.signal(signum, handler)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from conformance.engine import interrupts
 from conformance.plugin import STATE, run_of
 from conformance.spec.item_ids import item_params_id, parse_item_id
 
@@ -160,7 +161,10 @@ def pytest_runtest_call(item: pytest.Item):
     try:
         result = yield
     except BaseException as failure:
-        run.end_item(passed=False, interrupted=isinstance(failure, KeyboardInterrupt))
+        stopped = interrupts.requested() is not None or interrupts.is_interrupt(failure)
+        run.end_item(passed=False, interrupted=stopped)
+        if stopped and not isinstance(failure, KeyboardInterrupt):  # e.g. inside hypothesis' exception group
+            raise KeyboardInterrupt(interrupts.requested() or "interrupted") from failure
         if (
             run.targets[params["target"]].virtual
             and run.cfg.virtual_findings == "warn"
@@ -169,6 +173,9 @@ def pytest_runtest_call(item: pytest.Item):
             first = str(failure).splitlines()[0]
             pytest.xfail(f"virtual-target finding, a warning under --virtual-findings=warn: {first}")
         raise
+    if interrupts.requested() is not None:  # the interrupt was lost on its way out (a finalizer swallowed it)
+        run.end_item(passed=False, interrupted=True)
+        interrupts.raise_if_requested()
     ended = run.end_item(passed=True)
     if ended.fail:
         pytest.fail(ended.fail, pytrace=False)

@@ -202,3 +202,48 @@ def test_virtual_findings_can_be_warnings_for_the_gate(project):
     warned = project.runpytest_inprocess(*args, "--virtual-findings=warn", "-rx")
     warned.assert_outcomes(failed=1, xfailed=1, skipped=8)  # the cpu failure still fails the gate
     assert "virtual-target finding, a warning under --virtual-findings=warn: raising on vcuda:1" in warned.stdout.str()
+
+
+INTERRUPT_IN_FINAL_REPLAY = """
+import os, signal
+from hypothesis.control import _current_build_context
+from conformance.engine.session import ConformanceRun
+
+checked = ConformanceRun.check
+
+def check(self, spec, case):
+    context = _current_build_context.value
+    if context is not None and context.is_final and spec.name == "two_ways":
+        os.kill(os.getpid(), signal.SIGTERM)  # lands in hypothesis' last replay of the first of two failures
+    return checked(self, spec, case)
+
+def pytest_configure(config):
+    ConformanceRun.check = check
+
+def pytest_unconfigure(config):
+    ConformanceRun.check = checked  # this process runs other tests next
+"""
+TWO_WAYS = """
+from planted_ops import *
+
+def two_ways(image, params):
+    raise (ValueError if image.shape[-1] > 20 else TypeError)("planted: two distinct failures")
+
+test_two_ways = make_spec("two_ways", two_ways, dtypes=("float32",)).test()
+test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
+"""
+
+
+def test_an_interrupt_in_hypothesis_final_replay_still_stops_the_run(project):
+    # hypothesis puts an exception raised while it replays one of two failures into an exception group with
+    # the other: pytest alone would count a failed item and run on
+    project.makeconftest(INTERRUPT_IN_FINAL_REPLAY)
+    project.makepyfile(test_two=TWO_WAYS)
+    before = signal.getsignal(signal.SIGTERM)
+    ran = project.inline_run(*QUICK, "--max-examples=30", "-k", "two_ways and error or good", no_reraise_ctrlc=True)
+    assert ran.ret == pytest.ExitCode.INTERRUPTED
+    passed, skipped, failed = ran.listoutcomes()
+    assert (passed, failed) == ([], [])  # the interrupted item is no failure, and nothing ran after it
+    assert signal.getsignal(signal.SIGTERM) is before  # the run gave back the handler it replaced
+    ended = summary(project)
+    assert ended["complete"] is False and ended["interrupted"]

@@ -146,3 +146,18 @@ def test_a_bad_cases_source_is_a_one_line_usage_error(pytester):
         result = project.runpytest_inprocess("-p", "no:cacheprovider", *args)
         assert result.ret == 4, args
         assert message in result.stderr.str() and "Traceback" not in result.stderr.str(), args
+
+
+def test_the_harness_own_numbers_never_feed_the_drawn_cases(tmp_path):
+    """Hypothesis mixes literals of local modules into its draws; the harness's modules are local in a source
+    checkout and not when installed, so the ci profile's cases would depend on the install and on harness edits."""
+    from hypothesis.internal.conjecture import providers
+
+    import conformance.engine.session as harness_module
+    from conformance.engine.case_sources import keep_harness_constants_out
+
+    keep_harness_constants_out()
+    assert not providers.is_local_module_file(harness_module.__file__)
+    users = tmp_path / "my_ops.py"
+    users.write_text("SIZE = 17\n")
+    assert providers.is_local_module_file(str(users))  # a user's own module still feeds it

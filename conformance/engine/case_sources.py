@@ -11,6 +11,7 @@ hypothesis internals.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,29 @@ from conformance.store.cases import SavedCasesError, saved_cases
 from conformance.store.outputs import BaselineOutputs, OutputsError, outputs_folder, plans
 
 PlanKey = tuple[str, ...]
+HARNESS_DIR = str(Path(__file__).resolve().parents[1]) + os.sep  # the conformance package
+
+
+def keep_harness_constants_out() -> None:
+    """Hypothesis mixes literals of "local" modules (those outside site-packages) into what it draws.  The
+    harness's own modules are local in a source checkout and not in an installed copy, so their numbers would
+    make the derandomised `ci` cases depend on how conformance is installed, on which of its modules happen to
+    be loaded by then, and on any edit of the harness.  Its modules are kept out of that pool (case modules,
+    `test_*.py`, hypothesis leaves out itself); a user's own local code still feeds it, as hypothesis means.
+    Where this hypothesis has no such pool, nothing is done."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - another hypothesis layout
+        return
+    is_local = getattr(providers, "is_local_module_file", None)
+    if is_local is None or getattr(is_local, "conformance_excluded", False):
+        return
+
+    def local_but_not_the_harness(path: str) -> bool:
+        return not str(path).startswith(HARNESS_DIR) and is_local(path)
+
+    local_but_not_the_harness.conformance_excluded = True  # type: ignore[attr-defined]
+    providers.is_local_module_file = local_but_not_the_harness  # type: ignore[assignment]
 
 
 def is_final_example() -> bool:
@@ -79,6 +103,7 @@ class CaseSourceError(ValueError):
 
 def from_config(cfg: Any) -> tuple[CaseSources, BaselineOutputs | None]:
     """The run's case sources, and the baseline's recorded outputs under --baseline (else None)."""
+    keep_harness_constants_out()
     if cfg.cases_from is not None:
         try:
             return CaseSources(saved_from=cfg.cases_from, saved=saved_cases(cfg.cases_from)), None

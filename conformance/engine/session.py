@@ -18,6 +18,7 @@ from typing import Any
 
 from conformance.checks.registry import CheckOutcome, value_checks
 from conformance.devices import isa_feed
+from conformance.engine import interrupts
 from conformance.engine.case_sources import CaseSources, from_config
 from conformance.engine.cases import CaseCache
 from conformance.engine.config import RunConfig
@@ -182,6 +183,7 @@ class ConformanceRun:
         """Run the item's check on one case; raise if it fails outside the known issues."""
         state = self.item
         assert state is not None, "conformance tests run only inside the conformance plugin"
+        interrupts.raise_if_requested()  # a stop another frame swallowed ends the item at its next case
         if case.key in state.settled:
             return  # drawn again (choices differ, values do not): checking it again would find the same
         self.prefetch.hand_over(state, case)

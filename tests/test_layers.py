@@ -1,0 +1,42 @@
+"""The layers are checked, not hoped for: the import contract in pyproject.toml (import-linter) holds for the
+package, and an upward import planted in a copy of it fails the contract, naming the modules involved."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+LINT_IMPORTS = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess:
+    if not Path(LINT_IMPORTS).exists():
+        pytest.skip("import-linter is not installed (pip install -e '.[test]')")
+    return subprocess.run(
+        [LINT_IMPORTS, "--no-cache"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_the_package_keeps_its_layer_contract():
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "BROKEN" not in result.stdout
+
+
+def test_an_upward_import_breaks_the_contract_naming_both_modules(tmp_path):
+    shutil.copytree(ROOT / "conformance", tmp_path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    recipes = tmp_path / "conformance" / "spec" / "recipes.py"
+    recipes.write_text(recipes.read_text() + "\nimport conformance.engine.session  # the declarative API reaching up\n")
+    result = _lint(tmp_path)
+    assert result.returncode != 0
+    assert "conformance.spec is not allowed to import conformance.engine" in result.stdout
+    assert "conformance.spec.recipes -> conformance.engine.session" in result.stdout
