@@ -242,7 +242,7 @@ def test_an_interrupt_in_hypothesis_final_replay_still_stops_the_run(project):
     before = signal.getsignal(signal.SIGTERM)
     ran = project.inline_run(*QUICK, "--max-examples=30", "-k", "two_ways and error or good", no_reraise_ctrlc=True)
     assert ran.ret == pytest.ExitCode.INTERRUPTED
-    passed, skipped, failed = ran.listoutcomes()
+    passed, _skipped, failed = ran.listoutcomes()
     assert (passed, failed) == ([], [])  # the interrupted item is no failure, and nothing ran after it
     assert signal.getsignal(signal.SIGTERM) is before  # the run gave back the handler it replaced
     ended = summary(project)
