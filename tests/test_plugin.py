@@ -296,8 +296,10 @@ def test_every_session_writes_the_html_report_and_junitxml_still_works(project):
     result.assert_outcomes(failed=1, passed=3)
     latest = project.path / "reports" / "latest"
     assert "report: " in result.stdout.str() and (latest / "index.html").is_file()
-    assert "sprinkled on cpu [uint8, bilinear]" in (latest / "index.html").read_text()
-    assert (project.path / "junit.xml").read_text().count("<testcase") == 4
+    assert "sprinkled [uint8, bilinear] on cpu: reference fail" in (latest / "index.html").read_text()
+    junit = (project.path / "junit.xml").read_text()
+    assert junit.count("<testcase") == 4 and junit.count("<failure") == 1  # one testcase per item
+    assert "reference failed (values)" in junit and "--replay" in junit  # the finding and its rerun line
     assert summary(project)["schema"] == "conformance.summary/2"
 
 

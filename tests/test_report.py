@@ -1,14 +1,12 @@
 """The HTML report: built from the store, escaped, bounded, mergeable, and rendered by a real browser."""
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from synthetic_runs import write_operation_run, write_run
+from report_pages import page_data
+from synthetic_runs import write_run
 
 from conformance.report.build import build_report
 from conformance.report.merge import merge_runs
@@ -16,26 +14,66 @@ from conformance.report.merge import merge_runs
 HOSTILE = "<script>alert('x')</script>\"'../../etc/passwd"
 
 
-def test_a_report_shows_the_matrix_failures_first_with_pictures(tmp_path):
+def test_the_report_leads_with_what_is_new_and_lists_each_known_issue_once(tmp_path):
     run = write_run(tmp_path / "run", outcomes=60, failures=2)
     index = build_report(run)
-    html = index.read_text()
-    assert html.index("fail") < html.index("known issue") < html.index(">pass<")
-    assert 'vcuda:1 <span class="virtual">(virtual)</span>' in html
-    assert "Known issue <b>known-1</b>: a known divergence" in html
-    assert html.count('alt="difference"') == 2  # one heatmap per failing check
-    assert 'alt="histogram"' in html and ' crop"' in html
-    assert html.count('src="data:image/png;base64,') >= 10 and not (run / "report").exists()  # one file to share
+    data, html = page_data(index), index.read_text()
+    assert data["headline"].startswith("2 new failures;") and data["tone"] == "red"
+    assert [n["text"] for n in data["new"]] == [
+        "resize [uint8, mode0] on vcuda:1: reference fail",
+        "resize [uint8, mode1] on vcuda:1: reference fail",
+    ]
+    (finding,) = data["findings"]
+    assert (finding["id"], finding["cases"], finding["reason"], finding["reproduced"]) == (
+        "known-1",
+        1,
+        "a known divergence",
+        True,
+    )
+    cells = {f"{row['id']}.{column}": cell for row in data["matrix"]["rows"] for column, cell in row["cells"].items()}
+    assert all(item["cell"] in cells and cells[item["cell"]]["verdict"] == "fail" for item in data["new"])
+    assert [cells[c]["number"] for c in finding["cells"]] == [1]  # one number a cell: its known-issue cases
+    failing = [d for d in data["details"] if d["verdict"] == "fail"]
+    assert len(failing) == 2 and all(d["heatmap"] and d["histogram"] and d["crops"] for d in failing)
+    assert html.count("data:image/png;base64,") >= 10 and not (run / "report").exists()  # one file to share
     assert "Incomplete run" not in html
+    summary_md = (run / "summary.md").read_text()
+    assert "**2 new failures;" in summary_md and "resize \\[uint8, mode0\\] on vcuda:1: reference fail" in summary_md
+    assert "| known\\-1 |" not in summary_md and "| known-1 | 1 | 1 |" in summary_md
+
+
+def test_a_green_run_says_so_in_one_line(tmp_path):
+    run = write_run(tmp_path / "run", outcomes=30, failures=0)
+    data = page_data(build_report(run))
+    assert data["new"] == [] and data["tone"] == "green"
+    assert data["headline"] == "No new failures: 1 cases in 1 known issues; 32 checked outcomes"
+    assert "**No new failures:" in (run / "summary.md").read_text()
+
+
+def test_the_summary_is_appended_where_github_shows_it(tmp_path, monkeypatch):
+    from conformance.report.terminal import finish_run_folder
+
+    step_summary = tmp_path / "step_summary.md"
+    step_summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    run = write_run(tmp_path / "run", outcomes=10, failures=1, complete=False)
+    report, error = finish_run_folder(run, interrupted=False)
+    assert error is None and report is not None
+    text = step_summary.read_text()
+    assert text.startswith("earlier step\n## conformance: run") and "**1 new failures;" in text
 
 
 def test_hostile_strings_are_escaped_in_the_page_and_harmless_in_file_names(tmp_path):
     run = write_run(
         tmp_path / "run", outcomes=3, failures=1, op=HOSTILE, message=HOSTILE, params={"size": HOSTILE}, target=HOSTILE
     )
-    html = build_report(run).read_text()
-    assert "<script>alert" not in html
-    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&#34;&#39;../../etc/passwd" in html
+    index = build_report(run)
+    html = index.read_text()
+    assert "<script>alert" not in html and '</script>"' not in html
+    assert "\\u003cscript\\u003ealert('x')\\u003c/script\\u003e" in html  # inside the data, inert
+    data = page_data(index)
+    assert {row["op"] for row in data["matrix"]["rows"]} == {HOSTILE}  # and read back unchanged
+    assert "<script>" not in (run / "summary.md").read_text()
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert all(run in p.parents for p in written)  # nothing escaped the run folder
     assert not any("<" in p.name or "'" in p.name or '"' in p.name for p in written)
@@ -58,9 +96,14 @@ def test_merge_puts_each_machine_in_its_own_columns(tmp_path):
     summary = json.loads((tmp_path / "merged" / "summary.json").read_text())
     assert summary["machines"] == ["h100-runner", HOSTILE]
     assert {g["machine"] for g in summary["groups"]} == {"h100-runner", HOSTILE}
-    html = index.read_text()
-    assert "h100-runner<br>cuda:0" in html and "<script>alert" not in html
-    assert html.count('alt="difference"') == 2
+    data = page_data(index)
+    columns = {(c["machine"], c["target"]) for c in data["matrix"]["columns"]}
+    assert {("h100-runner", "cuda:0"), (HOSTILE, "cuda:0")} <= columns and "<script>alert" not in index.read_text()
+    assert sum(1 for d in data["details"] if d.get("heatmap")) == 2
+    assert {n["text"].split(" on ")[1] for n in data["new"]} == {
+        "h100-runner cuda:0: reference fail",
+        f"{HOSTILE} cuda:0: reference fail",
+    }
     done = subprocess.run(
         [sys.executable, "-m", "conformance", "merge", str(a), "-o", str(tmp_path / "merged")],
         capture_output=True,
@@ -77,94 +120,6 @@ def test_report_size_follows_failures_not_passing_examples(tmp_path):
         build_report(run)
         sizes.append((run / "index.html").stat().st_size)
     assert sizes[1] <= sizes[0] * 1.05  # 50x the passing outcomes, about the same report
-
-
-def _chromium():
-    browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (browser and driver):
-        message = "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
-        if os.environ.get("CONFORMANCE_REQUIRE_BROWSER"):
-            pytest.fail(message)
-        pytest.skip(message)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(executable_path=driver), options=options)  # no download
-
-
-def test_the_report_renders_in_headless_chromium(tmp_path):
-    from selenium.webdriver.common.by import By
-
-    from conformance.store.timings import Timing, write
-
-    run = write_run(tmp_path / "run", outcomes=30, failures=2)
-    write(
-        run / "timings.json",
-        [
-            Timing("resize", "cpu", "uint8", "bilinear", shape, seconds, 1e-5, 0.1, seconds / 1e-5)
-            for shape, seconds in (("1x3x16x16", 5e-5), ("1x3x1080x1920", 9e-3))
-        ],
-        {},
-    )
-    index = build_report(run)
-    browser = _chromium()
-    try:
-        browser.get(index.as_uri())
-        rows = browser.find_elements(By.CSS_SELECTOR, "#matrix tr.row")
-        verdicts = [row.get_attribute("data-verdict") for row in rows]
-        assert verdicts[0] == "fail" and {"fail", "known_issue", "skipped", "pass"} <= set(verdicts)
-        images = browser.find_elements(By.CSS_SELECTOR, "section.detail img")
-        assert images and all(
-            browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i) for i in images
-        )
-        browser.find_element(By.ID, "failures-only").click()
-        shown = [r.get_attribute("data-verdict") for r in rows if r.is_displayed()]
-        assert shown and set(shown) <= {"fail", "error"}
-        browser.find_element(By.ID, "failures-only").click()
-        assert all(r.is_displayed() for r in rows)
-        bars = browser.find_elements(By.CSS_SELECTOR, "#timings ~ div figure.timing svg rect")
-        widths = [float(b.get_attribute("width")) for b in bars if b.get_attribute("height") == "12"]
-        assert len(widths) == 2 and widths[0] < widths[1]  # drawn, and the slower call has the longer bar
-    finally:
-        browser.quit()
-
-
-def test_the_cross_library_page_opens_from_the_report_in_headless_chromium(tmp_path):
-    from selenium.webdriver.common.by import By
-
-    run = write_operation_run(tmp_path / "run", library=HOSTILE)
-    index = build_report(run)
-    browser = _chromium()
-    try:
-        browser.get(index.as_uri())
-        browser.find_element(By.CSS_SELECTOR, "#crosslib-link a").click()
-        assert browser.current_url.endswith("/crosslib.html")
-        rows = browser.find_elements(By.CSS_SELECTOR, "#crosslib tr.row")
-        assert [r.get_attribute("data-verdict") for r in rows] == ["fail"]
-        headers = [h.text.replace("\n", " ") for h in browser.find_elements(By.CSS_SELECTOR, "#crosslib thead th")]
-        assert headers[1:] == ["torchvision v2 cpu", "torchvision v2 vcuda:0 (virtual)", f"{HOSTILE} cpu"]
-        cells = [(c.get_attribute("data-op"), c.text) for c in rows[0].find_elements(By.CSS_SELECTOR, "span.impl")]
-        assert [op for op, _ in cells] == ["blur_tv2", "blur_tv2", "blur_other"]  # cpu, vcuda:0, the host library
-        assert "vs reference: 3 / 1" in cells[2][1] and "vs torchvision v2: 3" in cells[2][1]
-        assert "(1 not compared)" in cells[2][1]
-        assert f"vs {HOSTILE}: 3" in cells[0][1] and HOSTILE not in cells[1][1]  # each pair shows in both its cells
-        browser.find_element(By.LINK_TEXT, "blur_other").click()
-        images = browser.find_elements(By.CSS_SELECTOR, "section.card img")
-        assert len(images) == 9  # input, reference, output, heatmap; and the same with the peer's output
-        scales = browser.find_elements(By.CSS_SELECTOR, "section.card span.scale")
-        assert [s.text.replace("\n", " ") for s in scales] == ["0 3 levels", "0 3 levels"]  # drawn by the page
-        assert all(
-            browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", i) for i in images
-        )
-        assert "<script>" not in browser.page_source.split("<body>")[1].split("</body>")[0].replace(
-            "&lt;script&gt;", ""
-        )
-    finally:
-        browser.quit()
 
 
 def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
@@ -217,7 +172,9 @@ def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
     html = build_report(run).read_text()
     assert 'id="module-behaviours"' in html and "raises an unclear error (1)" in html
     assert 'id="warning-list"' in html and "uploads on every call: &lt;script&gt;" in html
-    assert "differs from the cpu in 1 case(s), where the cpu is the side off the reference" in html
+    (row,) = page_data(run / "index.html")["matrix"]["rows"]
+    (cross_device,) = [c for c in row["cells"]["0"]["checks"] if c["check"] == "cross_device"]
+    assert cross_device["note"] == "differs from the cpu in 1 case(s), where the cpu is off the reference"
     assert "<script>alert" not in html
 
 
@@ -263,9 +220,9 @@ def test_hostile_or_damaged_artifacts_give_no_pictures_and_no_crash(tmp_path):
     secret = tmp_path / "secret.npz"
     secret.write_bytes((run / sorted((run / "artifacts").iterdir())[0]).read_bytes())
     used = _rewrite_artifacts(run, [str(secret), "artifacts/../../secret.npz"])
-    html = build_report(run).read_text()
-    assert len(used) == 2 and html.count("Pictures unavailable") == 2
-    assert 'alt="difference"' not in html
+    details = page_data(build_report(run))["details"]
+    assert len(used) == 2 and sum(1 for d in details if "damaged" in d) == 2
+    assert not any(d.get("heatmap") for d in details)
 
 
 def test_a_truncated_artifact_or_summary_is_skipped_and_the_rest_reported(tmp_path):
@@ -273,8 +230,32 @@ def test_a_truncated_artifact_or_summary_is_skipped_and_the_rest_reported(tmp_pa
     first = sorted((run / "artifacts").iterdir())[0]
     first.write_bytes(first.read_bytes()[:100])
     (run / "summary.json").write_text('{"complete": tr')
-    html = build_report(run).read_text()
-    assert "Pictures unavailable" in html and html.count('alt="difference"') >= 1  # the other keeps its pictures
+    details = page_data(build_report(run))["details"]
+    assert any("damaged" in d for d in details) and any(d.get("heatmap") for d in details)  # the other keeps its own
     result = subprocess.run([sys.executable, "-m", "conformance", "summary", str(run)], capture_output=True, text=True)
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert json.loads((run / "summary.json").read_text())["complete"] is False
+
+
+def test_what_changed_since_the_previous_comparable_run_is_new(tmp_path):
+    from conformance.store.timings import Timing, write
+
+    reports = tmp_path / "reports"
+    before, now = write_run(reports / "20260101-000000", failures=0), write_run(reports / "20260102-000000", failures=0)
+    summary = json.loads((before / "summary.json").read_text())
+    for group in summary["groups"]:  # the known issue did not reproduce in the earlier run
+        group["counts"].pop("known_issue", None)
+    (before / "summary.json").write_text(json.dumps(summary))
+    for run, seconds in ((before, 1e-4), (now, 5e-4)):
+        timing = Timing("resize", "cpu", "uint8", "bilinear", "1x3x64x64", seconds, 1e-5, 0.1, seconds / 1e-5)
+        write(run / "timings.json", [timing], {})
+    data = page_data(build_report(now))
+    assert data["compared_with"] == "20260101-000000"
+    assert [(n["kind"], n["text"].split(" (")[0]) for n in data["new"]] == [
+        ("known issue", "known issue known-1 reproduced, in 1 cases"),
+        ("slower", "resize on cpu [uint8, bilinear, 1x3x64x64]: 5.00x slower against the calibration op"),
+    ]
+    assert data["headline"].startswith("No new failures:") and data["headline"].endswith("2 other changes below")
+    summary["environment"]["hypothesis_profile"] = "dev"  # another profile draws other cases: not compared
+    (before / "summary.json").write_text(json.dumps(summary))
+    assert page_data(build_report(now))["new"] == []

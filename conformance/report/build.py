@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from conformance.report import crosslib
+from conformance.report import crosslib, dashboard, markdown
 from conformance.report.charts import timing_charts
 from conformance.report.figures import detail_figures
+from conformance.report.heatmaps import heatmaps, shown_entries
+from conformance.report.history import previous_run, slowdowns
 from conformance.store import examples
 from conformance.store.aggregate import Summarizer
 from conformance.store.reader import RunRecords, was_complete
@@ -32,72 +33,8 @@ NOTED_CHECKS = ("unmoved",)  # their behaviour is listed in a section of its own
 OLD_PICTURE_FOLDER = "report"  # where pictures were written before they were embedded in the pages
 
 
-def _column(record: dict[str, Any]) -> tuple[str, str]:
-    return record.get("machine", ""), record["target"]
-
-
 def _rank(verdict: str) -> int:
     return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
-
-
-def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[str, Any]:
-    """Rows (op, dtype, mode) x columns (machine, target): the worst verdict over the checks."""
-    columns: dict[tuple[str, str], dict[str, Any]] = {}
-    cells: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
-    device_names = {
-        (env.get("machine_label", ""), t["name"]): t.get("description", "")
-        for env in environments
-        for t in env.get("targets", [])
-    }
-    for group in summary["groups"]:
-        column = _column(group)
-        columns.setdefault(
-            column,
-            {
-                "machine": column[0],
-                "target": column[1],
-                "virtual": group["virtual"],
-                "device": device_names.get(column, ""),
-            },
-        )
-        cell = cells[(group["op"], group["dtype"], group["mode"])].setdefault(
-            column,
-            {"verdict": "pass", "examples": 0, "worst": None, "known_issues": set(), "anchor": None, "notes": []},
-        )
-        if group.get("diverges", {}).get("cpu"):
-            cell["notes"].append(
-                f"{group['check']}: differs from the cpu in {group['diverges']['cpu']} case(s), "
-                f"where the cpu is the side off the reference"
-            )
-        if _rank(group["verdict"]) < _rank(cell["verdict"]):
-            cell["verdict"] = group["verdict"]
-        cell["examples"] = max(cell["examples"], group["examples"])
-        cell["known_issues"].update(group["known_issues"])
-        worst = group.get("worst")
-        if worst and (cell["worst"] is None or _size(worst) > _size(cell["worst"])):
-            cell["worst"] = worst | {"check": group["check"]}
-    ordered_columns = sorted(columns, key=lambda c: (c[0], columns[c]["virtual"], c[1]))
-    rows = []
-    for (op, dtype, mode), by_column in cells.items():
-        verdicts = [c["verdict"] for c in by_column.values()]
-        rows.append(
-            {
-                "op": op,
-                "dtype": dtype,
-                "mode": mode,
-                "worst_verdict": min(verdicts, key=_rank),
-                "cells": [by_column.get(column) for column in ordered_columns],
-            }
-        )
-    rows.sort(key=lambda r: (_rank(r["worst_verdict"]), r["op"], r["dtype"], r["mode"]))
-    return {"columns": [columns[c] for c in ordered_columns], "rows": rows}
-
-
-def _size(worst: dict[str, Any]) -> float:
-    try:
-        return float(worst["max_abs"])
-    except (KeyError, TypeError, ValueError):
-        return 0.0
 
 
 class Findings:
@@ -153,31 +90,38 @@ class Findings:
         )
 
 
-def details(chosen: list[dict[str, Any]], run_dir: Path) -> list[dict[str, Any]]:
-    found = []
-    for index, record in enumerate(chosen):
-        detail = {
-            "anchor": f"detail-{index}",
-            "record": record,
-            "case_json": json.dumps(record.get("case"), indent=1, sort_keys=True) if record.get("case") else "",
-            "metrics": {k: v for k, v in (record.get("metrics") or {}).items() if v is not None},
+def case_details(chosen: list[dict[str, Any]], cell_of: dict[tuple, str], run_dir: Path) -> list[dict[str, Any]]:
+    """The worst cases a cell opens to, as data for the page.  Pictures are made for failures (up to
+    MAX_DETAILS) and for the first case of each known issue: the rest are listed with their numbers."""
+    found: list[dict[str, Any]] = []
+    pictured, issues_shown = 0, set()
+    for record in chosen:
+        place = (record["op"], record["dtype"], record["mode"], record.get("machine", ""), record["target"])
+        issue = (record.get("known_issue") or {}).get("id")
+        tolerance = record.get("tolerance") or {}
+        bounds = f"atol {tolerance.get('atol')}, rtol {tolerance.get('rtol')}): {tolerance.get('reason', '')}"
+        detail: dict[str, Any] = {
+            "cell": cell_of.get(place),
+            "check": record["check"],
+            "verdict": record["verdict"],
+            "message": record.get("message", ""),
+            "known_issue": issue,
+            "tolerance": f"tolerance {tolerance.get('name')} ({bounds}" if tolerance else "",
+            "case": record.get("case"),  # the page prints it
+            "repro": record.get("repro") or "",
+            "traceback": (record.get("traceback") or "")[-4000:],
         }
-        if index < MAX_DETAILS:
-            detail |= detail_figures(record, run_dir)
+        wanted = record["verdict"] != "known_issue" or issue not in issues_shown
+        if wanted and pictured < MAX_DETAILS:
+            figures = detail_figures(record, run_dir)
+            if figures.get("panels"):
+                pictured += 1
+                issues_shown.add(issue)
+            detail |= figures
+        elif record.get("artifact"):
+            detail["pictures_left_out"] = True
         found.append(detail)
     return found
-
-
-def _link_cells(model: dict[str, Any], found: list[dict[str, Any]]) -> None:
-    first: dict[tuple, str] = {}
-    for detail in found:
-        r = detail["record"]
-        first.setdefault((r["op"], r["dtype"], r["mode"], r.get("machine", ""), r["target"]), detail["anchor"])
-    for row in model["rows"]:
-        for column, cell in zip(model["columns"], row["cells"], strict=False):
-            if cell is not None:
-                cell["anchor"] = first.get((row["op"], row["dtype"], row["mode"], column["machine"], column["target"]))
-                cell["known_issues"] = sorted(cell["known_issues"])
 
 
 def module_behaviours(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -234,10 +178,17 @@ def build_report(run_dir: Path, *, title: str | None = None) -> Path:
     if stale.is_symlink() or stale.is_file():  # (a link is removed, never followed)
         stale.unlink()
     shutil.rmtree(stale, ignore_errors=True)
-    model = matrix(summary, environments)
-    found = details(findings.records(), run_dir)
-    _link_cells(model, found)
+    model = dashboard.matrix(summary, environments)
+    cell_of = {
+        (row["op"], row["dtype"], row["mode"], column["machine"], column["target"]): f"{row['id']}.{column['id']}"
+        for row in model["rows"]
+        for column in model["columns"]
+        if column["id"] in row["cells"]
+    }
     crosslib_page = _crosslib_page(run_dir, summary, worst, title or run_dir.name)
+    previous = previous_run(run_dir)
+    data = dashboard.page_data(summary, model, loaded, previous, slowdowns(run_dir, previous))
+    data["details"] = case_details(findings.records(), cell_of, run_dir)
     html = (
         _template_environment()
         .get_template("index.html.j2")
@@ -245,11 +196,14 @@ def build_report(run_dir: Path, *, title: str | None = None) -> Path:
             crosslib_page=crosslib_page,
             title=title or run_dir.name,
             summary=summary,
-            matrix=model,
-            details=found,
+            headline=data["headline"],
+            tone=data["tone"],
+            new=data["new"],
+            findings=data["findings"],
+            data_json=script_json(data),
+            dashboard_css=_asset("dashboard.css"),
+            dashboard_js=_asset("dashboard.js"),
             environments=environments,
-            max_details=MAX_DETAILS,
-            unlisted=len(findings.unlisted),
             modules=module_behaviours(summary),
             warnings=warnings(summary),
             changed=baseline_changes(summary),
@@ -257,6 +211,7 @@ def build_report(run_dir: Path, *, title: str | None = None) -> Path:
             timing_charts=_timing_charts(run_dir),
         )
     )
+    write_atomically(run_dir / "summary.md", markdown.summary_markdown(title or run_dir.name, data, summary))
     index = run_dir / "index.html"
     write_atomically(index, html)
     return index
@@ -272,8 +227,13 @@ def _crosslib_page(run_dir: Path, summary: dict[str, Any], worst: crosslib.Worst
         if page.is_file():
             page.unlink()
         return None
-    cards = crosslib.cards(model, worst, run_dir)
-    html = _template_environment().get_template("crosslib.html.j2").render(title=title, model=model, cards=cards)
+    heat = heatmaps(model)
+    cards = crosslib.cards(model, worst, run_dir, shown_entries(heat))
+    html = (
+        _template_environment()
+        .get_template("crosslib.html.j2")
+        .render(title=title, model=model, heat=heat, cards=cards)
+    )
     write_atomically(page, html)
     return page.name
 
@@ -298,3 +258,25 @@ def _environments(run_dir: Path) -> list[dict[str, Any]]:
             continue
         seen.setdefault(env.get("machine_label") or env.get("machine", path.stem), env)
     return list(seen.values())
+
+
+def _asset(name: str) -> str:
+    """The page's stylesheet or script, inlined (the report is one file that needs no network)."""
+    return (Path(__file__).parent / "templates" / name).read_text(encoding="utf-8")
+
+
+def script_json(data: dict[str, Any]) -> str:
+    """JSON safe inside <script>: no character of the run's strings can close the element or open a comment."""
+    text = json.dumps(_finite(data), separators=(",", ":"), allow_nan=False, default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities as text (JSON has no such numbers; a NaN output is a finding to show)."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

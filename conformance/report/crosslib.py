@@ -180,10 +180,14 @@ def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None
     }
 
 
-def cards(found: dict[str, Any], worst: WorstRecords, run_dir: Path) -> list[dict[str, Any]]:
-    """Pictures of each cell's worst cases (against the reference and each other library)."""
+def cards(
+    found: dict[str, Any], worst: WorstRecords, run_dir: Path, only: set[tuple[str, str, str]]
+) -> list[dict[str, Any]]:
+    """Pictures of the worst cases (against the reference and each other library) of the entries in `only`."""
     made: list[dict[str, Any]] = []
     for (machine, op, target), entry in sorted(found["entries"].items()):
+        if (machine, op, target) not in only:
+            continue
         kept = sorted(
             (r for (m, o, t, _), r in worst.kept.items() if (m, o, t) == (machine, op, target)),
             key=lambda r: (r.get("against") != "reference", str(r.get("against"))),

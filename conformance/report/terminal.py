@@ -11,6 +11,7 @@ import pytest
 
 from conformance.devices.environment import header_lines
 from conformance.report.build import build_report
+from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
 from conformance.store.aggregate import write_summary
 
@@ -75,6 +76,7 @@ def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, st
     report_path, report_error = None, None
     try:
         report_path = build_report(run_dir)
+        append_to_step_summary((run_dir / "summary.md").read_text(encoding="utf-8"))  # where CI shows it
     except Exception as exc:  # noqa: BLE001 - the report must never turn a run's verdict into a crash
         report_error = f"{type(exc).__name__}: {exc}"
     latest = run_dir.parent / "latest"

@@ -1,0 +1,220 @@
+"""The dashboard's data: a matrix (family > op > variant by target), what is new, and the known issues as
+findings, as one JSON-ready dict the page draws and the Markdown summary reads.
+
+A cell holds a verdict and at most one number (the cases that did not pass); its checks and worst cases
+are the drill-down.  Known issues are findings listed once with their counts, not repeated in cells.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from conformance.store.tally import VERDICT_ORDER
+
+NEW_VERDICTS = ("fail", "error", "interrupted", "resource")  # a cell in one of these is a new failure
+SHOWN_NUMBER = {"fail": ("fail", "error"), "error": ("fail", "error"), "known_issue": ("known_issue",)}
+SHOWN_NUMBER |= {"warning": ("warning",), "resource": ("resource",), "interrupted": ("interrupted",)}
+
+
+def rank(verdict: str) -> int:
+    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
+
+
+def _libraries(summary: dict[str, Any]) -> dict[str, str]:
+    """op -> its library (an op of no declared operation: "")."""
+    return {
+        impl["op"]: str(impl.get("library", ""))
+        for described in (summary.get("operations") or {}).values()
+        for impl in described.get("implementations", [])
+        if isinstance(impl, dict) and "op" in impl
+    }
+
+
+def _short(value: Any) -> Any:
+    """A difference to four significant digits (what the page shows), to keep the page small."""
+    return float(f"{value:.4g}") if isinstance(value, float) else value
+
+
+def _check_row(group: dict[str, Any]) -> dict[str, Any]:
+    worst = group.get("worst") or {}
+    row: dict[str, Any] = {
+        "check": group["check"],
+        "verdict": group["verdict"],
+        "examples": group.get("examples", 0),
+        "counts": group.get("counts", {}),
+        "known_issues": group.get("known_issues", []),
+    }
+    if worst.get("max_abs") is not None:
+        row["worst"] = {"max_abs": _short(worst.get("max_abs")), "atol": worst.get("atol")}
+    if group.get("warnings"):
+        row["warning"] = next(iter(group["warnings"]))
+    if (group.get("diverges") or {}).get("cpu"):
+        row["note"] = f"differs from the cpu in {group['diverges']['cpu']} case(s), where the cpu is off the reference"
+    if group.get("behaviours"):
+        row["behaviours"] = group["behaviours"]
+    return row
+
+
+def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[str, Any]:
+    """Columns (machine, target) and rows (family, op, dtype, mode), each cell the worst verdict over its
+    checks, the count of cases behind that verdict, and the checks for the drill-down."""
+    described = {
+        (env.get("machine_label", ""), t["name"]): t.get("description", "")
+        for env in environments
+        for t in env.get("targets", [])
+    }
+    library = _libraries(summary)
+    columns: dict[tuple[str, str], dict[str, Any]] = {}
+    cells: dict[tuple[str, str, str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
+    for group in summary.get("groups", []):
+        column = (str(group.get("machine", "")), str(group["target"]))
+        columns.setdefault(
+            column, {"machine": column[0], "target": column[1], "virtual": bool(group.get("virtual")), "device": ""}
+        )
+        columns[column]["device"] = described.get(column, "")
+        key = (str(group.get("family", "")), str(group["op"]), str(group["dtype"]), str(group["mode"]))
+        cell = cells[key].setdefault(column, {"verdict": "pass", "checks": []})
+        cell["checks"].append(_check_row(group))
+        if rank(group["verdict"]) < rank(cell["verdict"]):
+            cell["verdict"] = group["verdict"]
+    order = sorted(columns, key=lambda c: (c[0], columns[c]["virtual"], c[1]))
+    index = {column: i for i, column in enumerate(order)}
+    rows: list[dict[str, Any]] = []
+    for (family, op, dtype, mode), by_column in sorted(cells.items()):
+        shown: dict[str, Any] = {}
+        for column, cell in by_column.items():
+            counted = SHOWN_NUMBER.get(cell["verdict"], ())
+            number = sum(c["counts"].get(v, 0) for c in cell["checks"] for v in counted)
+            cell["number"] = number if number else None
+            cell["checks"].sort(key=lambda c: (rank(c["verdict"]), c["check"]))
+            shown[str(index[column])] = cell
+        rows.append(
+            {
+                "id": f"r{len(rows)}",
+                "family": family,
+                "op": op,
+                "library": library.get(op, ""),
+                "dtype": dtype,
+                "mode": mode,
+                "verdict": min((c["verdict"] for c in by_column.values()), key=rank),
+                "cells": shown,
+            }
+        )
+    return {"columns": [columns[c] | {"id": str(index[c])} for c in order], "rows": rows}
+
+
+def findings(summary: dict[str, Any], loaded: dict[str, Any], model: dict[str, Any]) -> list[dict[str, Any]]:
+    """One line per known issue that applied: its cases, items and cells (links), and whether it reproduced."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in model["rows"]:
+        for column, cell in row["cells"].items():
+            for check in cell["checks"]:
+                for issue in check["known_issues"]:
+                    entry = found.setdefault(issue, {"id": issue, "cases": 0, "items": 0, "cells": []})
+                    entry["items"] += 1
+                    entry["cases"] += int(check["counts"].get("known_issue", 0))
+                    place = f"{row['id']}.{column}"
+                    if place not in entry["cells"]:
+                        entry["cells"].append(place)
+    unreproduced = set(summary.get("unreproduced_known_issues") or [])
+    for issue, entry in found.items():
+        described = loaded.get(issue) or {}
+        entry.update(
+            reason=str(described.get("reason", "")),
+            link=str(described.get("link", "")),
+            strict=bool(described.get("strict", False)),
+            reproduced=issue not in unreproduced and entry["cases"] > 0,
+        )
+        entry["cells"] = entry["cells"][:200]  # enough to jump to; the count says how many
+    return sorted(found.values(), key=lambda e: (not e["reproduced"], -e["cases"], e["id"]))
+
+
+def _where(row: dict[str, Any], column: dict[str, Any]) -> str:
+    machine = f"{column['machine']} " if column["machine"] else ""
+    return f"{row['op']} [{row['dtype']}, {row['mode']}] on {machine}{column['target']}"
+
+
+def new_items(
+    model: dict[str, Any], summary: dict[str, Any], previous: dict[str, Any] | None, slowdowns: list[str]
+) -> list[dict[str, Any]]:
+    """What the first screen leads with: unexpected failures, changes since the baseline, known issues that
+    stopped or grew since the previous comparable run, and slower timings."""
+    columns = {c["id"]: c for c in model["columns"]}
+    new: list[dict[str, Any]] = []
+    for row in model["rows"]:
+        for column, cell in row["cells"].items():
+            for check in cell["checks"]:
+                place = f"{row['id']}.{column}"
+                where = _where(row, columns[column])
+                if check["verdict"] in NEW_VERDICTS:
+                    text = f"{where}: {check['check']} {check['verdict'].replace('_', ' ')}"
+                    new.append({"kind": "failure", "text": text, "cell": place})
+                elif check["check"] == "baseline" and check["verdict"] == "warning":
+                    text = f"{where}: output changed since the baseline"
+                    new.append({"kind": "baseline", "text": text, "cell": place})
+    if previous is not None:
+        new.extend(_since(summary, previous))
+    new.extend({"kind": "slower", "text": text, "cell": None} for text in slowdowns)
+    return new
+
+
+def _reproduced(summary: dict[str, Any]) -> dict[str, int]:
+    cases: dict[str, int] = defaultdict(int)
+    for group in summary.get("groups", []):
+        for issue in group.get("known_issues", []):
+            cases[issue] += int(group.get("counts", {}).get("known_issue", 0))
+    return cases
+
+
+def _since(summary: dict[str, Any], previous: dict[str, Any]) -> list[dict[str, Any]]:
+    now, before = _reproduced(summary), _reproduced(previous["summary"])
+    name = previous["name"]
+    changes = []
+    for issue in sorted(set(now) | set(before)):
+        a, b = before.get(issue, 0), now.get(issue, 0)
+        if a and not b:
+            changes.append(f"known issue {issue} stopped reproducing (in {a} cases in {name})")
+        elif b and not a:
+            changes.append(f"known issue {issue} reproduced, in {b} cases (none in {name})")
+        elif a and b > 2 * a and b - a >= 10:
+            changes.append(f"known issue {issue} grew: {a} -> {b} cases since {name}")
+    return [{"kind": "known issue", "text": text, "cell": None} for text in changes]
+
+
+def headline(summary: dict[str, Any], new: list[dict[str, Any]], issues: list[dict[str, Any]]) -> str:
+    """The first screen's one line."""
+    totals = summary.get("totals", {})
+    failures = sum(1 for n in new if n["kind"] == "failure")
+    reproduced = sum(1 for i in issues if i["reproduced"])
+    known = f"{totals.get('known_issue', 0):,} cases in {reproduced} known issues" if reproduced else "no known issue"
+    checked = f"{sum(totals.values()):,} checked outcomes"
+    if not summary.get("complete", True):
+        return f"Incomplete run: {failures} new failures so far; {known}; {checked}"
+    if failures:
+        return f"{failures} new failures; {known}; {checked}"
+    others = len(new)
+    extra = f"; {others} other changes below" if others else ""
+    return f"No new failures: {known}; {checked}{extra}"
+
+
+def page_data(
+    summary: dict[str, Any],
+    model: dict[str, Any],
+    loaded: dict[str, Any],
+    previous: dict[str, Any] | None,
+    slowdowns: list[str],
+) -> dict[str, Any]:
+    """Everything the page draws (the worst cases are added by the caller, with their pictures)."""
+    issues = findings(summary, loaded, model)
+    new = new_items(model, summary, previous, slowdowns)
+    failing = any(n["kind"] == "failure" for n in new)
+    tone = "red" if failing else ("amber" if new or not summary.get("complete", True) else "green")
+    return {
+        "headline": headline(summary, new, issues),
+        "tone": tone,
+        "new": new,
+        "findings": issues,
+        "matrix": model,
+        "compared_with": previous["name"] if previous else None,
+    }

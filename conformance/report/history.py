@@ -1,0 +1,57 @@
+"""The run before this one, for what changed since: the latest earlier run folder beside it that finished,
+with the same hypothesis profile (other profiles draw other cases, so their counts do not compare)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conformance.store.timings import TimingsError, compare, read
+
+
+def _summary(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / "summary.json"
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("groups"), list) else None
+
+
+def _profile(summary: dict[str, Any]) -> Any:
+    return (summary.get("environment") or {}).get("hypothesis_profile")
+
+
+def previous_run(run_dir: Path) -> dict[str, Any] | None:
+    """{"name", "path", "summary"} of the comparable run before `run_dir`, or None."""
+    current = _summary(run_dir)
+    if current is None or run_dir.parent == run_dir:
+        return None
+    earlier = sorted(
+        (p for p in run_dir.parent.iterdir() if p.is_dir() and not p.is_symlink() and p.name < run_dir.name),
+        key=lambda p: p.name,
+        reverse=True,
+    )
+    for candidate in earlier[:20]:
+        summary = _summary(candidate)
+        if summary is not None and summary.get("complete") and _profile(summary) == _profile(current):
+            return {"name": candidate.name, "path": candidate, "summary": summary}
+    return None
+
+
+def slowdowns(run_dir: Path, previous: dict[str, Any] | None) -> list[str]:
+    """Calls that got slower against the calibration op since the previous run (both timed)."""
+    if previous is None:
+        return []
+    paths = [run_dir / "timings.json", previous["path"] / "timings.json"]
+    if not all(p.is_file() and not p.is_symlink() for p in paths):
+        return []
+    try:
+        now, before = read(paths[0]), read(paths[1])
+    except TimingsError:
+        return []
+    slower, _ = compare(before, now)
+    return [f"{s.describe()} (since {previous['name']})" for s in slower]

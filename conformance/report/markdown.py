@@ -1,0 +1,52 @@
+"""summary.md: the run's verdict, what is new and the top findings, where CI shows it (GitHub's job summary
+takes Markdown through $GITHUB_STEP_SUMMARY)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+MAX_NEW = 25
+MAX_FINDINGS = 10
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~"})  # line-start marks never start a line here
+
+
+def escape(text: Any) -> str:
+    """A run's string as literal Markdown text (no links, HTML or tables made from it), on one line."""
+    return " ".join(str(text).split()).translate(_MARKDOWN)
+
+
+def summary_markdown(title: str, data: dict[str, Any], summary: dict[str, Any]) -> str:
+    lines = [f"## conformance: {escape(title)}", "", f"**{escape(data['headline'])}**", ""]
+    new = data["new"]
+    if new:
+        lines += ["### What is new", ""]
+        lines += [f"- {escape(item['kind'])}: {escape(item['text'])}" for item in new[:MAX_NEW]]
+        if len(new) > MAX_NEW:
+            lines.append(f"- … and {len(new) - MAX_NEW} more in the report")
+        lines.append("")
+    reproduced = [f for f in data["findings"] if f["reproduced"]]
+    if reproduced:
+        lines += ["### Top known issues", "", "| known issue | cases | items |", "| --- | ---: | ---: |"]
+        lines += [f"| {escape(f['id'])} | {f['cases']:,} | {f['items']:,} |" for f in reproduced[:MAX_FINDINGS]]
+        if len(reproduced) > MAX_FINDINGS:
+            lines.append(f"| … {len(reproduced) - MAX_FINDINGS} more | | |")
+        lines.append("")
+    totals = ", ".join(f"{count:,} {escape(verdict.replace('_', ' '))}" for verdict, count in summary["totals"].items())
+    lines += [f"Outcomes: {totals}.", "", "The full report is index.html in the run folder.", ""]
+    return "\n".join(lines)
+
+
+def append_to_step_summary(text: str) -> Path | None:
+    """Append to $GITHUB_STEP_SUMMARY when CI set it (a path it created); None otherwise."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    path = Path(target)
+    try:
+        with path.open("a", encoding="utf-8") as stream:
+            stream.write(text + "\n")
+    except OSError:
+        return None
+    return path
