@@ -34,6 +34,8 @@ def _item_info(item: pytest.Item) -> Any:
     if spec is None or getattr(item, "callspec", None) is None:
         return None
     params = item.callspec.params  # type: ignore[attr-defined]
+    if not isinstance(params.get("target"), str):  # no selected target runs the op: pytest's empty-set skip
+        return None
     test = getattr(item, "originalname", item.name)  # a pytest.Function's name without its parameters
     return ItemInfo(
         item.nodeid,
@@ -235,5 +237,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.skipped and not hasattr(report, "wasxfail") and report.when in ("setup", "call"):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = reason.removeprefix("Skipped: ")  # pytest's prefix for a skip raised inside the test
-        run_of(item.config).record_skip(_item_info(item), reason)
+        info = _item_info(item)
+        if info is not None:
+            run_of(item.config).record_skip(info, reason)
     return report

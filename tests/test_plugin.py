@@ -325,3 +325,18 @@ def test_a_known_failure_costs_no_shrinking(project):
     }
     assert shrunk["unknown"] > 0 and "final" in phases["unknown"]  # without the entry hypothesis minimises it
     assert set(phases["known"]) == {"explore"} and shrunk["known"] == 0  # with it: each explored once, none shrunk
+
+
+def test_an_op_that_no_selected_target_runs_is_skipped_cleanly(project):
+    # a host library runs on the cpu only: with the cpu left out, pytest gives its test an empty parameter set
+    project.makepyfile(
+        test_cases="""
+import dataclasses
+from planted_ops import *
+test_host = dataclasses.replace(make_spec("host", good_resize), host_only="a host library").test()
+test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
+"""
+    )
+    result = project.runpytest_inprocess(*QUICK[:-1], "--targets=cpu+compile")
+    assert result.ret == 0 and "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(passed=5, skipped=1)  # good's items; host's one empty-set skip

@@ -36,7 +36,11 @@ def test_selection_spellings(text, expected):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("cuda:3", "unknown target 'cuda:3' (available: cpu, cuda:0, cuda:1, mps; or 'all', 'gpu', 'vcuda', 'isa')"),
+        (
+            "cuda:3",
+            "unknown target 'cuda:3' (available: cpu, cuda:0, cuda:1, mps; "
+            "or 'default', 'all', 'gpu', 'vcuda', 'isa', 'compile')",
+        ),
         ("cpu,", "empty entry"),
         ("", "empty entry"),
     ],
@@ -54,12 +58,16 @@ def test_gpu_on_a_cpu_only_machine_is_an_error_not_an_empty_run():
 
 
 def test_virtual_targets_come_by_default_when_fewer_than_two_real_accelerators_exist(virtual_device):
-    real = [t for t in discover(0) if not t.virtual]
+    real = [t for t in discover(0) if not t.virtual and not t.compiled]
     expected = 2 if sum(t.is_accelerator for t in real) < 2 else 0
-    found = discover()
+    found = [t for t in discover() if not t.compiled]
     assert names(found) == names(real) + [f"vcuda:{i}" for i in range(expected)]
     assert all(t.virtual and t.kind == "vcuda" and "virtual" in t.description for t in found[len(real) :])
-    assert names(discover(3))[-3:] == ["vcuda:0", "vcuda:1", "vcuda:2"]
+    assert names([t for t in discover(3) if not t.compiled])[-3:] == ["vcuda:0", "vcuda:1", "vcuda:2"]
+    compiled = [t for t in discover() if t.compiled]  # one per real device, never a virtual or ISA one
+    everything = names(discover())
+    assert everything[len(everything) - expected :] == [f"vcuda:{i}" for i in range(expected)]  # virtual ones last
+    assert names(compiled) == [f"{t.name}+compile" for t in real if t.kind != "cpu" or t.name == "cpu"]
 
 
 def test_virtual_targets_report_a_cuda_device_and_are_selected_by_vcuda_or_all():

@@ -179,3 +179,27 @@ register(
         judges_values=True,
     )
 )
+
+
+def check_compiled(ctx: CaseContext) -> CheckOutcome | None:
+    """A compiled target's output against eager on the same device (its twin), with the side off the reference."""
+    found = check_cross_device(ctx)
+    if found is None:
+        return None
+    message = found.message.replace("cpu raised", "eager raised").replace("the cpu", "eager")
+    return replace(found, check="compiled", against="eager", message=message)
+
+
+register(
+    Check(
+        "compiled",
+        61,
+        "eager",
+        "a compiled target's output vs eager on the same device for the same case (the side that is off the "
+        "reference carries the failure)",
+        lambda spec, target, mode: target.compiled and valid_inputs(spec, target, mode),
+        check_compiled,
+        output_only=True,
+        judges_values=True,
+    )
+)

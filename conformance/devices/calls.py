@@ -8,6 +8,7 @@ sampled random parameters, and called.  On accelerators the call runs with a
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from conformance.devices import isa, isa_feed
 from conformance.devices.placement import PlacementLog, is_device_mix_error, left_behind, map_leaves
 from conformance.devices.runs import CaseTimeout, OpRun, describe_error, time_limit
 from conformance.devices.targets import Target
+from conformance.devices.torch_private import compile_counts
 from conformance.devices.virtual.state import NotEmulatable
 from conformance.spec.opspec import SOURCES, OpSpec, Sampled
 from conformance.spec.recipes import Case
@@ -152,6 +154,41 @@ def _run_in_isa_worker(spec: OpSpec, case: Case, target: Target, sampled: Sample
     return run
 
 
+_COMPILED: dict[str, Any] = {}
+COMPILE_BUDGET_S = 120.0  # per op and process: past it, the op's further cases are not run compiled (a skip)
+COMPILE_STATS: dict[str, dict[str, float]] = {}  # op -> seconds in calls that compiled, graphs, graph breaks
+
+
+def compiled(spec: OpSpec) -> Any:
+    """The op's call (or module forward) through torch.compile, one per op for the whole run: shapes and
+    sizes are dynamic, so the cases of every dtype and mode reuse it instead of compiling per case.  Each call
+    notes what it compiled (information, never a verdict: a recompile or a graph break is not wrong)."""
+    if spec.name not in _COMPILED:
+        call = spec.module.forward if spec.module is not None else spec.call
+        _COMPILED[spec.name] = _counted(spec.name, torch.compile(call, backend="inductor", dynamic=True))
+    return _COMPILED[spec.name]
+
+
+def _counted(name: str, call: Any) -> Any:
+    stats = COMPILE_STATS.setdefault(name, {"seconds": 0.0, "graphs": 0, "graph_breaks": 0, "calls": 0})
+
+    def counting(*args: Any) -> Any:
+        graphs, breaks = compile_counts()
+        began = time.perf_counter()
+        try:
+            return call(*args)
+        finally:
+            now_graphs, now_breaks = compile_counts()
+            new_graphs = now_graphs - graphs
+            stats["calls"] += 1
+            stats["graphs"] += new_graphs
+            stats["graph_breaks"] += now_breaks - breaks
+            if new_graphs:
+                stats["seconds"] += time.perf_counter() - began
+
+    return counting
+
+
 def _call(
     spec: OpSpec,
     tensor: torch.Tensor,
@@ -163,6 +200,16 @@ def _call(
     timeout_s: float,
 ) -> None:
     log = run.log
+    if target.compiled:
+        spent = COMPILE_STATS.get(spec.name, {}).get("seconds", 0.0)
+        if spent >= COMPILE_BUDGET_S:
+            run.not_emulatable = (
+                f"{spec.name} spent its compile budget in this process ({spent:.0f} s of calls that compiled, "
+                f"budget {COMPILE_BUDGET_S:.0f} s): its further cases run eager only"
+            )
+            return
+        if timeout_s:  # compiling is not hanging: the first calls may use what is left of the budget
+            timeout_s += COMPILE_BUDGET_S - spent
     try:
         module = None
         if spec.module is not None:
@@ -174,12 +221,13 @@ def _call(
                     run.module_problems, log.watched = left_behind(module, target.device)
         with target.active(log), time_limit(timeout_s):  # the timer ends before the restore
             if spec.module is not None and module is not None:
-                output = spec.module.forward(
+                forward = compiled(spec) if target.compiled else spec.module.forward
+                output = forward(
                     module, tensor, dict(case.params), None if sampled is None else on_target(sampled, target)
                 )
             else:
                 assert spec.call is not None
-                output = spec.call(tensor, dict(case.params))
+                output = (compiled(spec) if target.compiled else spec.call)(tensor, dict(case.params))
             target.synchronize()
         run.output = spec.read_output(output) if spec.read_output is not None else output
     except NotEmulatable as exc:

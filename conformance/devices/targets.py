@@ -56,6 +56,17 @@ class Target:
         """The op runs in another process: only what crosses back (its output, what it raised) can be checked."""
         return False
 
+    @property
+    def compiled(self) -> bool:
+        """The op runs through torch.compile (a `<device>+compile` target)."""
+        return False
+
+    @property
+    def twin(self) -> Target | None:
+        """The target whose output this one's is compared with: the cpu for accelerators and ISA paths,
+        eager on the same device for a compiled target; None for the cpu itself."""
+        return CPU if self.compared_with_cpu else None
+
     def put(self, value: Any) -> Any:
         """Move a tensor or module onto this target (a copy for tensors, in place for modules)."""
         return value.to(self.device)
@@ -137,6 +148,47 @@ class IsaTarget(Target):
 CPU = Target("cpu", "cpu", "host CPU")
 
 
+@dataclass(frozen=True)
+class CompiledTarget(Target):
+    """`<device>+compile`: the op through torch.compile (Inductor) on a real device, compared with the reference
+    and with eager on that device.  Virtual devices are not compile targets (their dispatch is Python)."""
+
+    eager: Target = CPU
+
+    @property
+    def device(self) -> torch.device:
+        return self.eager.device
+
+    @property
+    def compiled(self) -> bool:
+        return True
+
+    @property
+    def compared_with_cpu(self) -> bool:
+        return False  # its `compiled` check compares it with eager on its own device
+
+    @property
+    def twin(self) -> Target | None:
+        return self.eager
+
+    def put(self, value: Any) -> Any:
+        return self.eager.put(value)
+
+    def synchronize(self) -> None:
+        self.eager.synchronize()
+
+    def active(self, log: PlacementLog | None = None) -> Any:
+        return self.eager.active(log)
+
+
+def compile_targets(real: list[Target]) -> list[Target]:
+    """One `+compile` target per real device."""
+    return [
+        CompiledTarget(f"{t.name}+compile", t.kind, f"{t.description}, through torch.compile (Inductor)", eager=t)
+        for t in real
+    ]
+
+
 def isa_targets() -> list[Target]:
     return [
         IsaTarget(f"cpu:{level}", "cpu", f"host CPU, {ENV}={level} (worker process)", level=level)
@@ -185,7 +237,7 @@ def discover(virtual: int | None = None, isa: bool = True) -> list[Target]:
     if reason is not None and virtual is not None:
         raise TargetSelectionError(f"{virtual} virtual devices were asked for (--virtual-devices): {reason}")
     count = 0 if reason is not None else default_virtual_count(found) if virtual is None else virtual
-    return found[:1] + (isa_targets() if isa else []) + found[1:] + virtual_targets(count)
+    return found[:1] + (isa_targets() if isa else []) + found[1:] + compile_targets(found) + virtual_targets(count)
 
 
 def _real_targets() -> list[Target]:
@@ -219,8 +271,12 @@ def select(text: str, available: list[Target]) -> list[Target]:
     for token in parse_selection(text):
         if token == "all":
             chosen.update(by_name)
+        elif token == "default":  # every target but the compiled ones (they compile each op: opt in)
+            chosen.update(t.name for t in available if not t.compiled)
+        elif token == "compile":
+            chosen.update(t.name for t in available if t.compiled)
         elif token == "gpu":
-            accelerators = [t.name for t in available if t.is_accelerator and not t.virtual]
+            accelerators = [t.name for t in available if t.is_accelerator and not t.virtual and not t.compiled]
             if not accelerators:
                 raise TargetSelectionError(
                     f"'gpu' selects no target: no real accelerator is visible "
@@ -231,8 +287,8 @@ def select(text: str, available: list[Target]) -> list[Target]:
             chosen.add(token)
         elif token == "isa":
             chosen.update(t.name for t in available if isinstance(t, IsaTarget))
-        elif token in {t.kind for t in available}:  # "cuda" means every cuda:N
-            chosen.update(t.name for t in available if t.kind == token)
+        elif token in {t.kind for t in available}:  # "cuda" means every cuda:N (eager)
+            chosen.update(t.name for t in available if t.kind == token and not t.compiled)
         elif (
             token.split(":")[0] == "vcuda"
             and not any(t.virtual for t in available)
@@ -241,6 +297,6 @@ def select(text: str, available: list[Target]) -> list[Target]:
             raise TargetSelectionError(f"{token!r}: {reason}")
         else:
             raise TargetSelectionError(
-                f"unknown target {token!r} (available: {names}; or 'all', 'gpu', 'vcuda', 'isa')"
+                f"unknown target {token!r} (available: {names}; or 'default', 'all', 'gpu', 'vcuda', 'isa', 'compile')"
             )
     return [target for target in available if target.name in chosen]

@@ -27,6 +27,7 @@ PRIVATE_APIS: tuple[str, ...] = (
     "torch._C._ensureCUDADeviceGuardSet",  # a no-op CUDA device guard without a driver
     "torch._C._dispatch_has_kernel_for_dispatch_key",  # device-only kernels are refused
     "torch._C._cuda_getDriverVersion",  # the environment record (real CUDA only)
+    "torch._dynamo.utils.counters",  # what a compiled target's calls compiled (graphs, graph breaks)
 )
 
 
@@ -125,3 +126,12 @@ def cuda_driver_version() -> str | None:
     except (MissingTorchApi, RuntimeError, TypeError, ValueError):
         return None
     return f"{driver // 1000}.{driver % 1000 // 10}"
+
+
+def compile_counts() -> tuple[int, int]:
+    """(graphs compiled, graph breaks) so far in this process, from dynamo's counters; (0, 0) without them."""
+    try:
+        counters = lookup("torch._dynamo.utils.counters")
+    except (AttributeError, ImportError, RuntimeError):
+        return 0, 0
+    return int(counters["stats"]["unique_graphs"]), int(sum(counters["graph_break"].values()))

@@ -112,7 +112,7 @@ class CaseCache:
             self._entries.move_to_end(key)
             found: CaseContext = self._entries[key]
             return found
-        cpu = self.context(spec, case, CPU, mode) if target.compared_with_cpu else None
+        cpu = self.context(spec, case, target.twin, mode) if target.twin is not None else None
         try:
             inputs = self.inputs(spec, case)
             placed = inputs.source.on(target)

@@ -87,7 +87,7 @@ def build(config: pytest.Config) -> RunConfig:
     timeout = options.case_timeout(config)
     selection = config.getoption("targets")
     if selection is None:  # an empty --targets is an error, like "cpu,"; an empty variable means unset
-        selection = os.environ.get(TARGETS_ENV) or "all"
+        selection = os.environ.get(TARGETS_ENV) or "default"
     try:
         targets = select(selection, discover(options.virtual_count(config)))
     except TargetSelectionError as exc:

@@ -18,6 +18,8 @@ from typing import Any
 
 from conformance.checks.registry import CheckOutcome, value_checks
 from conformance.devices import isa_feed
+from conformance.devices.calls import COMPILE_STATS
+from conformance.devices.targets import Target
 from conformance.engine import interrupts
 from conformance.engine.case_sources import CaseSources, from_config
 from conformance.engine.cases import CaseCache
@@ -33,6 +35,7 @@ from conformance.spec import known_issues as ki
 from conformance.spec.item_ids import variant_key
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import Case
+from conformance.store import compile_stats
 from conformance.store.outputs import OutputRecorder
 from conformance.store.records import RecordWriter
 
@@ -77,6 +80,7 @@ class ConformanceRun:
     def close(self) -> None:
         self.recorder.close()
         isa_feed.close_all()
+        compile_stats.write(self.run_dir, self.worker, COMPILE_STATS)
 
     def learn_items(self, items: Iterable[ItemInfo]) -> None:
         """The session's conformance items in run order (once): strictness is judged at a cell's last item, and
@@ -194,7 +198,8 @@ class ConformanceRun:
             self.recorder.case_started(state, case)  # the op runs now: if it kills the worker
         ctx = self.cache.context(spec, case, state.target, mode)
         if ctx.run.not_emulatable is not None:
-            raise CaseNotRunnable(f"not emulatable on a virtual device: {ctx.run.not_emulatable}")
+            where = "not run compiled" if state.target.compiled else "not emulatable on a virtual device"
+            raise CaseNotRunnable(f"{where}: {ctx.run.not_emulatable}")
         if ctx.run.resource is not None:  # out of memory: recorded, and the next case runs
             self.recorder.resource(state, case, ctx.run.resource)
             return
@@ -218,7 +223,7 @@ class ConformanceRun:
             counted,
             outcome.message if judged.verdict == "warning" else None,
         )
-        repro = self.repro_command(state.nodeid, case) if not outcome.passed else None
+        repro = self.repro_command(state.nodeid, case, state.target) if not outcome.passed else None
         self.recorder.example(state, case, ctx, outcome, judged, phase, repro)
         if judged.unexpected:
             state.failure_seen = True
@@ -239,5 +244,7 @@ class ConformanceRun:
         return scoped
 
     @staticmethod
-    def repro_command(nodeid: str, case: Case) -> str:
-        return f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case.to_json())}"
+    def repro_command(nodeid: str, case: Case, target: Target | None = None) -> str:
+        """The rerun line; it names a compiled target, which the default selection leaves out."""
+        line = f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case.to_json())}"
+        return line + (f" --targets {shlex.quote(target.name)}" if target is not None and target.compiled else "")

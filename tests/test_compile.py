@@ -1,0 +1,59 @@
+"""Compiled targets: `cpu+compile` runs the op through torch.compile and compares it with the reference and
+with eager on the cpu; a compile-only divergence lands on the compiled target's cells."""
+
+from pathlib import Path
+
+import pytest
+
+from conformance.store.reader import read_outcomes
+
+PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
+CASES = '''
+import torch
+import torch.nn.functional as nnf
+from planted_ops import *
+
+def shifted_when_compiled(image, params):
+    """Right in eager; compiled, the sampling grid moves by a quarter pixel (a sub-pixel shift)."""
+    out = good_resize(image.float(), params)
+    if torch.compiler.is_compiling():
+        out = 0.75 * out + 0.25 * torch.roll(out, 1, dims=-1)
+    return out
+
+test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
+test_subpixel = make_spec("subpixel", shifted_when_compiled, dtypes=("float32",)).test()
+'''
+RUN = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=8", "--targets=cpu,cpu+compile"]
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(planted_ops=PLANTED, test_cases=CASES)
+    return pytester
+
+
+def test_a_compile_only_shift_fails_the_compiled_target_and_not_eager(project):
+    result = project.runpytest_inprocess(*RUN)
+    failed = {line.split(" ", 2)[1] for line in result.stdout.lines if line.startswith("FAILED ")}
+    assert failed == {
+        "test_cases.py::test_subpixel[cpu+compile-float32-bilinear-reference]",
+        "test_cases.py::test_subpixel[cpu+compile-float32-bilinear-compiled]",
+    }
+    rows, _ = read_outcomes(project.path / "reports" / "latest")
+    compiled = [r for r in rows if r.get("kind") == "outcome" and r["check"] == "compiled" and r["verdict"] == "fail"]
+    assert compiled and "this target is off the reference" in compiled[0]["message"]
+    assert all(r["against"] == "eager" for r in compiled)
+    out = result.stdout.str()
+    assert "cpu+compile: torch.compile (Inductor, dynamic shapes) once per op and process" in out
+    assert "compiled: 2 ops, " in out and "graph breaks" in out  # what compiling cost, as information
+
+
+def test_compile_targets_are_opt_in_by_name_by_compile_or_by_all():
+    from conformance.devices.targets import CPU, compile_targets, select
+
+    available = [CPU, *compile_targets([CPU])]
+    assert [t.name for t in select("default", available)] == ["cpu"]
+    assert [t.name for t in select("compile", available)] == ["cpu+compile"]
+    assert [t.name for t in select("all", available)] == ["cpu", "cpu+compile"]
+    (compiled,) = select("cpu+compile", available)
+    assert compiled.twin is CPU and compiled.device.type == "cpu" and not compiled.compared_with_cpu
