@@ -144,7 +144,8 @@ OPTIONS: tuple[Option, ...] = (
         "--targets",
         default=None,
         metavar="LIST",
-        help=f"where ops run: comma list (cpu,cuda:1), 'all' (default) or 'gpu'; env {TARGETS_ENV}",
+        help=f"where ops run: comma list (cpu,cuda:1,cpu+compile), 'default' (all but compiled), 'all', 'gpu', "
+        f"'compile'; env {TARGETS_ENV}",
     ),
     _option(
         "--virtual-devices",
