@@ -75,15 +75,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # One item per check; within a variant, targets vary slowest and checks fastest: a variant's items
     # run back to back in a worker, so its drawn cases, reference and each target's op run are
     # computed once and still cached for the next check and the next target.
-    params = [
-        pytest.param(
-            target, dtype, mode, check.name, id=item_params_id(target, dtype, mode, check.name), marks=marks(target)
-        )
-        for dtype, mode in spec.variant_pairs()
-        for target in run.targets
-        if spec.runs_on(run.targets[target])
-        for check in applicable(spec, run.targets[target], mode, run.options)
-    ]
+    params = []
+    for dtype, mode in spec.variant_pairs():
+        for target in run.targets:
+            checks = applicable(spec, run.targets[target], mode, run.options)
+            if spec.runs_on(run.targets[target]):
+                params += [
+                    pytest.param(
+                        target, dtype, mode, c.name, id=item_params_id(target, dtype, mode, c.name), marks=marks(target)
+                    )
+                    for c in checks
+                ]
+            elif run.targets[target].compiled and checks:  # one item a variant says why nothing is compiled
+                why = pytest.mark.skip(
+                    reason=f"not compiled: {spec.host_only} (torch.compile compiles torch code only)"
+                )
+                first = checks[0].name
+                params.append(
+                    pytest.param(target, dtype, mode, first, id=item_params_id(target, dtype, mode, first), marks=[why])
+                )
     metafunc.parametrize(("target", "dtype", "mode", "check"), params)
 
 

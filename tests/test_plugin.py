@@ -337,6 +337,9 @@ test_host = dataclasses.replace(make_spec("host", good_resize), host_only="a hos
 test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
 """
     )
-    result = project.runpytest_inprocess(*QUICK[:-1], "--targets=cpu+compile")
+    result = project.runpytest_inprocess(*QUICK[:-1], "--targets=vcuda:0")
     assert result.ret == 0 and "INTERNALERROR" not in result.stdout.str()
-    result.assert_outcomes(passed=5, skipped=1)  # good's items; host's one empty-set skip
+    result.assert_outcomes(passed=6, skipped=1)  # good's items on vcuda:0; host's one empty-set skip
+    compiled = project.runpytest_inprocess(*QUICK[:-1], "--targets=cpu+compile", "-rs")
+    compiled.assert_outcomes(passed=5, skipped=2)  # host: one skip a variant, with the reason
+    assert "not compiled: a host library (torch.compile compiles torch code only)" in compiled.stdout.str()
