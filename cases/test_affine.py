@@ -283,10 +283,11 @@ TOLERANCES = [
     Rule(
         Tolerance(
             "float32-coordinates",
-            atol=2e-5,
+            atol=3.1e-5,
             rtol=0,
-            reason="float32 sampling grid and weights: the position error (a few ulps of coordinates up "
-            "to 48) times the local slope (up to 2 per pixel for out-of-range content)",
+            reason="float32 sampling grid and weights: the position error (up to 4 ulps of coordinates up "
+            "to 64, 3.8e-6 each) times the local slope (up to 2 per pixel for out-of-range content): 3.1e-5; "
+            "measured 2.23e-5 (kornia rotate by -180 degrees of a 46x40 image)",
         ),
         dtype="float32",
     ),

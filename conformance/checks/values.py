@@ -81,64 +81,75 @@ def check_fidelity(ctx: CaseContext) -> CheckOutcome | None:
     )
 
 
-def _side(ctx: CaseContext) -> str:
-    """Which side of a cpu/target difference is off the reference: "cpu", the target's name, "both",
+def _side(ctx: CaseContext, twin: str) -> str:
+    """Which side of a difference from the twin is off the reference: `twin`, the target's name, "both",
     or "undetermined" (both within the reference tolerance, yet too far from each other)."""
-    cpu = ctx.cpu
-    assert cpu is not None
-    mine, theirs = outcome(ctx, "reference"), outcome(cpu, "reference")
-    cpu_off = cpu.run.error is not None or (theirs is not None and not theirs.passed)
+    other = ctx.cpu
+    assert other is not None
+    mine, theirs = outcome(ctx, "reference"), outcome(other, "reference")
+    twin_off = other.run.error is not None or (theirs is not None and not theirs.passed)
     target_off = mine is not None and not mine.passed
-    if cpu_off and target_off:
+    if twin_off and target_off:
         return "both"
-    if cpu_off:
-        return "cpu"
+    if twin_off:
+        return twin
     return ctx.target.name if target_off else "undetermined"
 
 
-def check_cross_device(ctx: CaseContext) -> CheckOutcome | None:
-    """The accelerator's output against the cpu's for the same case.  When they differ and the reference
-    shows the cpu is the side that is off, the failure belongs to the cpu's cells (its reference or error
-    check), and this outcome passes, saying so."""
-    cpu = ctx.cpu
-    if cpu is None or not ctx.returned_tensor:
+def _against_twin(ctx: CaseContext, check: str, twin: str, named: str) -> CheckOutcome | None:
+    """The target's output against its twin's for the same case (the cpu for an accelerator, eager for a
+    compiled target).  When they differ and the reference shows the twin is the side that is off, the
+    failure belongs to the twin's cells (its reference or error check), and this outcome passes, saying so.
+    `twin`: its key in records ("cpu"), `named`: in sentences ("the cpu")."""
+    other = ctx.cpu
+    if other is None or not ctx.returned_tensor:
         return None
     tolerance = ctx.tolerance("cross_device")
-    if cpu.run.error is not None:
+    if other.run.error is not None:
         found = CheckOutcome(
-            "cross_device",
+            check,
             False,
-            f"cpu raised {cpu.run.error}; {ctx.target.name} returned a result",
-            traceback=cpu.run.error_text,
+            f"{twin} raised {other.run.error}; {ctx.target.name} returned a result",
+            traceback=other.run.error_text,
             tolerance=tolerance,
-            cause="cpu raised",
-            against="cpu",
+            cause=f"{twin} raised",
+            against=twin,
         )
-    elif identical(ctx.output64, cpu.output64):
+    elif identical(ctx.output64, other.output64):
         assert ctx.output64 is not None
-        return CheckOutcome("cross_device", True, metrics=Metrics.identical(ctx.output64.size), tolerance=tolerance)
+        return CheckOutcome(check, True, metrics=Metrics.identical(ctx.output64.size), tolerance=tolerance)
     else:
-        assert ctx.output64 is not None and cpu.output64 is not None
-        found = compare_check("cross_device", ctx.output64, cpu.output64, tolerance, ctx.output_dtype, "cpu")
+        assert ctx.output64 is not None and other.output64 is not None
+        found = compare_check(check, ctx.output64, other.output64, tolerance, ctx.output_dtype, twin)
         if found.passed:
             return found
-    side = _side(ctx)
+    side = _side(ctx, twin)
     found.diverges = side
-    if side == "cpu":
+    if side == twin:
         return replace(
             found,
             passed=True,
             cause="",
-            message=f"{found.message}; {ctx.target.name} matches the "
-            f"reference, the cpu does not: the divergence is the cpu's (see its reference or error check)",
+            message=f"{found.message}; {ctx.target.name} matches the reference, {named} does not: the divergence "
+            f"is {named}'s (see its reference or error check)",
         )
     where = {
-        "both": "both the cpu and this target are off the reference",
+        "both": f"both {named} and this target are off the reference",
         "undetermined": "both are within the reference tolerance, yet farther apart than the cross-device one",
     }
-    found.message += f"; {where.get(side, 'this target is off the reference, the cpu is not')}"
+    found.message += f"; {where.get(side, f'this target is off the reference, {named} is not')}"
     found.cause = f"{found.cause}, {side if side in where else 'target'} diverges"
     return found
+
+
+def check_cross_device(ctx: CaseContext) -> CheckOutcome | None:
+    """An accelerator's (or ISA path's) output against the cpu's."""
+    return _against_twin(ctx, "cross_device", "cpu", "the cpu")
+
+
+def check_compiled(ctx: CaseContext) -> CheckOutcome | None:
+    """A compiled target's output against eager on the same device."""
+    return _against_twin(ctx, "compiled", "eager", "eager")
 
 
 register(
@@ -179,15 +190,6 @@ register(
         judges_values=True,
     )
 )
-
-
-def check_compiled(ctx: CaseContext) -> CheckOutcome | None:
-    """A compiled target's output against eager on the same device (its twin), with the side off the reference."""
-    found = check_cross_device(ctx)
-    if found is None:
-        return None
-    message = found.message.replace("cpu raised", "eager raised").replace("the cpu", "eager")
-    return replace(found, check="compiled", against="eager", message=message)
 
 
 register(

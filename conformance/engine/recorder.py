@@ -19,6 +19,8 @@ from conformance.spec.recipes import Case
 from conformance.store.outputs import OutputRecorder
 from conformance.store.records import RecordWriter
 
+KNOWN_ISSUE_ARRAY_ELEMENTS = 1 << 18  # largest array kept for a known issue's picture (a 3x256x341 image)
+
 
 class CaseRecorder:
     def __init__(self, records: RecordWriter, outputs: OutputRecorder | None) -> None:
@@ -117,9 +119,13 @@ class CaseRecorder:
         known = (judged.issue.id, state.spec.name, state.target.name) if judged.issue is not None else None
         new_known = known is not None and known not in self._known_arrays and phase == "explore"
         if keep or new_known:
-            artifact = self.records.store.save_arrays(state.nodeid, arrays(ctx))
-            if known is not None:
-                self._known_arrays.add(known)
+            kept = arrays(ctx)
+            # a known issue's picture waits for a case of a readable size (a random draw can be 1080p: 9 MB on
+            # every target); a failure's shrunk case is kept whatever its size
+            if keep or max((a.size for a in kept.values()), default=0) <= KNOWN_ISSUE_ARRAY_ELEMENTS:
+                artifact = self.records.store.save_arrays(state.nodeid, kept)
+                if known is not None:
+                    self._known_arrays.add(known)
         message = f"{outcome.message} [{judged.outside}]" if judged.outside else outcome.message
         self.records.example(
             phase,

@@ -45,12 +45,13 @@ function buildControls() {
   document.getElementById("f-q").addEventListener("input", (e) => { state.q = e.target.value.trim(); update(); });
   document.getElementById("f-clear").addEventListener("click", () => {
     for (const key of KEYS) state[key] = "";
-    readHashFromState();
+    applyState();
   });
 }
-function readHashFromState() { writeHash(); readHash(); update(); }
+function applyState() { writeHash(); readHash(); update(); }  // the controls show the state, then the matrix
 
 const rowsById = {};
+const familyRows = new Map();  // family -> its header row (open or closed)
 function buildMatrix() {
   const table = document.getElementById("matrix");
   const head = el("tr", {}, el("th", { text: "family / op" }), el("th", { text: "library" }), el("th", { text: "dtype, mode" }));
@@ -77,6 +78,7 @@ function buildMatrix() {
       const n = cells.filter((x) => x.verdict === v && v !== "pass").length;
       tr.append(el("td", { class: "cell v-" + v, "data-column": c.id, title: label(v), text: n ? String(n) : "" }));
     }
+    familyRows.set(family, tr);
     tr.firstChild.addEventListener("click", () => { tr.classList.toggle("open"); update(); });
     body.append(tr);
     for (const row of rows) {
@@ -130,7 +132,7 @@ function update() {
       anyCell = anyCell || ok;
     }
     match = match && anyCell;
-    const open = tr.previousElementSibling && document.querySelector(`#matrix tr.family[data-family="${CSS.escape(row.family)}"]`).classList.contains("open");
+    const open = familyRows.get(row.family).classList.contains("open");
     const selected = state.cell.startsWith(row.id + ".");
     tr.hidden = !(match && (filtering || open || selected));
     if (match) familiesWithRows.add(row.family);
@@ -212,7 +214,7 @@ function buildNew() {
   const findings = document.getElementById("findings-list");
   for (const f of DATA.findings) {
     const show = el("a", { href: "#issue=" + encodeURIComponent(f.id), text: "cells" });
-    show.addEventListener("click", (e) => { e.preventDefault(); state.issue = f.id; state.verdict = ""; readHashFromState(); });
+    show.addEventListener("click", (e) => { e.preventDefault(); state.issue = f.id; state.verdict = ""; applyState(); });
     const link = /^https?:\/\//.test(f.link) ? el("a", { href: f.link, text: "link" }) : el("span", { text: f.link });
     const line = el("li", { "data-issue": f.id }, el("b", { text: f.id }), " ",
       el("span", { class: "finding-count", text: f.reproduced ? `${f.cases} cases in ${f.items} items` : `not reproduced (${f.items} items in scope)` }),
