@@ -1,0 +1,56 @@
+"""A stop that lands where Python cannot raise is still a stop, and not an error of its own."""
+
+from __future__ import annotations
+
+import gc
+import signal
+import sys
+
+from conformance.engine import interrupts
+
+
+def test_a_stop_inside_a_gc_callback_is_remembered_and_not_reported_as_unraisable(monkeypatch):
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    landed = []
+
+    def callback(phase, info):  # a signal that arrives while gc runs hypothesis' timing callback
+        if phase == "start" and not landed:
+            landed.append(phase)
+            interrupts.on_signal(signal.SIGTERM, None)
+
+    interrupts.clear()
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(callback)
+    try:
+        assert landed, "the callback never ran"
+        assert interrupts.requested() == "signal 15 (SIGTERM)"
+        assert reported == [], [r.exc_value for r in reported]
+        other = RuntimeError("someone else's")
+        sys.unraisablehook(type("U", (), {"exc_value": other})())
+        assert [r.exc_value for r in reported] == [other]  # other reports still reach the hook
+    finally:
+        interrupts.clear()
+
+
+def test_before_the_fix_the_stop_was_reported_as_unraisable(monkeypatch):
+    """The failure CI saw: without the filter, the KeyboardInterrupt reaches the unraisable hook."""
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    monkeypatch.setattr(interrupts, "_dropping_requested_stop", lambda hook: hook)
+
+    def callback(phase, info):
+        if phase == "start" and not reported:
+            interrupts.on_signal(signal.SIGTERM, None)
+
+    interrupts.clear()
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(callback)
+        interrupts.clear()
+    assert reported and isinstance(reported[0].exc_value, KeyboardInterrupt)
