@@ -35,6 +35,7 @@ from conformance import (
     TV1,
     TV2,
     Case,
+    Gradient,
     Implementation,
     Operation,
     Recipe,
@@ -366,6 +367,10 @@ def _operation(
         recipes=warp_recipes,
         optional=optional,
         spec={"features": _features(inverse_of)},
+        # linear in the image (the fill is a constant): the gradient is the transposed sampling weights.  Not for
+        # nearest: its forward tolerance lets a share of samples at ties take the neighbour (docs/tolerances.md),
+        # and their gradient moves with them; that is the same allowance, not a backward to judge.
+        gradient=Gradient(modes=("bilinear",)),
         implementations=[
             *_split(TV2, tv2, "nearest", defaults=fixed),
             *_split(TV1, tv1, "nearest", defaults=fixed),

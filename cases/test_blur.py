@@ -40,6 +40,7 @@ from conformance import (
     TV1,
     TV2,
     Case,
+    Gradient,
     Implementation,
     ModuleOp,
     Operation,
@@ -235,6 +236,7 @@ GAUSSIAN_BLUR = Operation(
     tolerances=TOLERANCES,
     recipes=blur_recipes,
     invalid={"even-kernel": "an even kernel size (every library documents odd sizes)"},
+    gradient=Gradient(dtypes=("float32",)),  # a convolution with reflected borders: linear in the image
     implementations=[
         Implementation(
             library=TV2,
@@ -363,5 +365,6 @@ RANDOM_GAUSSIAN_BLUR = OpSpec(
     features=lambda case: {"kernel_x": case.params["kernel_size"][0], "kernel_y": case.params["kernel_size"][1]},
     keeps_memory_format=False,
     needs=("kornia.augmentation.RandomGaussianBlur",),
+    gradient=Gradient(dtypes=("float32",)),
 )
 test_random_gaussian_blur_kornia = RANDOM_GAUSSIAN_BLUR.test()

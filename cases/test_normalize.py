@@ -26,6 +26,7 @@ from conformance import (
     TV1,
     TV2,
     Case,
+    Gradient,
     Implementation,
     ModuleOp,
     Operation,
@@ -147,6 +148,7 @@ NORMALIZE_OPERATION = Operation(
     tolerances=TOLERANCES,
     recipes=normalize_recipes,
     spec={"timing": normalize_timing},
+    gradient=Gradient(),  # affine per channel: the gradient is the cotangent divided by std
     implementations=[
         Implementation(
             library=TV2,

@@ -24,6 +24,7 @@ from conformance import (
     TV1,
     TV2,
     Case,
+    Gradient,
     Implementation,
     Operation,
     Recipe,
@@ -253,6 +254,7 @@ RESIZE_OPERATION = Operation(
     tolerances=TOLERANCES,
     optional=optional_keywords,
     spec={"features": resize_features, "timing": resize_timing},
+    gradient=Gradient(),  # linear in the image in every mode: its gradient is the transposed resampling weights
     implementations=[
         Implementation(
             library=TV2,

@@ -78,7 +78,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for dtype, mode in spec.variant_pairs():
         for target in run.targets:
-            checks = applicable(spec, run.targets[target], mode, run.options)
+            checks = applicable(spec, run.targets[target], mode, run.options, dtype)
             if spec.runs_on(run.targets[target]):
                 params += [
                     pytest.param(

@@ -89,7 +89,8 @@ PLANTED = {
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_a_planted_colour_bug_fails_the_reference_check_and_the_real_op_passes(name):
     operation, library, mode, params, wrong = PLANTED[name]
-    spec = implementation(operation, library)
+    # without gradient items: v2 hue's backward raises (a known issue, which check_case does not judge)
+    spec = dataclasses.replace(implementation(operation, library), gradient=None)
     case = Case(spec.name, image(seed=sorted(PLANTED).index(name)), params)
     for target in (CPU, VCUDA1):
         real = outcomes(spec, case, mode, target)

@@ -76,10 +76,16 @@ class CaseInputs:
     source: InputImage
     sampled: Sampled | None
     reference: Callable[[], np.ndarray]
+    shared: Callable[[str, Callable[[], Any]], Any] | None = None  # the engine's memo of other per-case values
 
     @property
     def output_dtype(self) -> str:
         return self.spec.output_dtype_of(self.case)
+
+    def derived(self, name: str, compute: Callable[[], Any]) -> Any:
+        """A per-case value a check derives (e.g. the gradient check's probe), made once for every target
+        (`compute()` must return an object with `nbytes`, which the engine's cache counts)."""
+        return compute() if self.shared is None else self.shared(name, compute)
 
 
 class Tolerances:
@@ -132,6 +138,7 @@ class CaseContext:
         self.peers: tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]] = NO_PEERS
         self.peers_measured = False
         self.outcomes: dict[str, Any] = {}  # check name -> its CheckOutcome or None (conformance.checks.registry)
+        self.derived: dict[str, Any] = {}  # what checks computed on this target for later items (a backward run)
 
     @property
     def tensor_in(self) -> torch.Tensor:
@@ -164,7 +171,8 @@ class CaseContext:
     def nbytes(self) -> int:
         """What this context holds beyond the shared inputs (an estimate for the engine's cache)."""
         total = 2048
-        for value in (self._tensor_in, self.run.output):
+        backward = self.derived.get("gradient")  # conformance.checks.gradients: the input's gradient
+        for value in (self._tensor_in, self.run.output, getattr(backward, "output", None)):
             if isinstance(value, torch.Tensor):
                 total += value.numel() * (value.element_size() + 8)  # the tensor and its float64 copy
         return total

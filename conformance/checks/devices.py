@@ -31,7 +31,7 @@ def _plane(value: Any) -> int | None:
     return value.shape[-2] * value.shape[-1] if isinstance(value, torch.Tensor) and value.dim() >= 2 else None
 
 
-def _device_problems(ctx: CaseContext, run: OpRun, log: PlacementLog | None, how: str = "") -> list[tuple[str, str]]:
+def device_problems(ctx: CaseContext, run: OpRun, log: PlacementLog | None, how: str = "") -> list[tuple[str, str]]:
     """Output on the wrong device, image data copied between host and device, module tensors used off target."""
     spec, problems = ctx.spec, []
     expected = torch.device("cpu") if spec.host_output else ctx.tensor_in.device
@@ -67,7 +67,7 @@ def check_placement(ctx: CaseContext) -> CheckOutcome | None:
     elif run.error is not None and not problems:
         return None  # the error check owns an op that raised
     else:
-        problems += _device_problems(ctx, run, run.log)
+        problems += device_problems(ctx, run, run.log)
     details = run.log.to_dict() if run.log is not None else None
     return failed("placement", problems, details=details, traceback=run.error_text if run.mixed_devices else None)
 
@@ -202,7 +202,7 @@ def check_sampling(ctx: CaseContext) -> CheckOutcome | None:
     if run.mixed_devices or run.error is not None:
         problems.append(("own sampling " + ("mixes devices" if run.mixed_devices else "raises"), f"{how}{run.error}"))
     else:
-        problems += [(f"own sampling: {cause}", text) for cause, text in _device_problems(ctx, run, run.log, how)]
+        problems += [(f"own sampling: {cause}", text) for cause, text in device_problems(ctx, run, run.log, how)]
         moved = ctx.run.output
         if (
             isinstance(run.output, torch.Tensor)

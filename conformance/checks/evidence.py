@@ -1,12 +1,16 @@
 """What a failing case keeps for its report: the input, the reference, this target's output, the cpu's
-output beside it, and the baseline's output under --baseline, as float64 arrays."""
+output beside it, the baseline's output under --baseline, and the gradients where a gradient check ran,
+as float64 arrays."""
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from conformance.checks.baseline import baseline_array
 from conformance.checks.context import CaseContext
+from conformance.devices.virtual.tensor import host_tensor
+from conformance.spec.recipes import to_float64
 
 
 def arrays(ctx: CaseContext) -> dict[str, np.ndarray]:
@@ -21,4 +25,8 @@ def arrays(ctx: CaseContext) -> dict[str, np.ndarray]:
     recorded = baseline_array(ctx)
     if recorded is not None:
         kept["baseline"] = recorded
+    for name, owner in (("gradient", ctx), ("cpu_gradient", cpu)):
+        run = owner.derived.get("gradient") if owner is not None else None  # conformance.checks.gradients
+        if run is not None and run.error is None and isinstance(run.output, torch.Tensor):
+            kept[name] = to_float64(host_tensor(run.output))
     return kept

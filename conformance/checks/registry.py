@@ -54,6 +54,7 @@ class Check:
     output_only: bool = False  # reads only the output or what was raised: runs on targets in another process too
     judges_values: bool = False  # compares values under a tolerance: a known issue about it needs an envelope
     reads_peers: bool = False  # reads the cross-library measurement (`ctx.peers`), which the engine fills in first
+    variant: Callable[[OpSpec, str, str], bool] | None = None  # (spec, dtype, mode): only these variants
 
 
 REGISTRY: dict[str, Check] = {}
@@ -73,15 +74,18 @@ def register(check: Check) -> Check:
     return check
 
 
-def applicable(spec: OpSpec, target: Target, mode: str, options: frozenset[str] = frozenset()) -> list[Check]:
-    """The checks that become items for this op, target and mode, in their order; `options`: what this run
-    turned on (a check with an `option` is left out otherwise)."""
+def applicable(
+    spec: OpSpec, target: Target, mode: str, options: frozenset[str] = frozenset(), dtype: str | None = None
+) -> list[Check]:
+    """The checks that become items for this op, target, mode (and dtype, where given), in their order;
+    `options`: what this run turned on (a check with an `option` is left out otherwise)."""
     return [
         check
         for check in REGISTRY.values()
         if (check.option is None or check.option in options)
         and (check.output_only or not target.out_of_process)
         and check.applies(spec, target, mode)
+        and (dtype is None or check.variant is None or check.variant(spec, dtype, mode))
     ]
 
 

@@ -9,6 +9,7 @@ sampled random parameters, and called.  On accelerators the call runs with a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,10 +104,12 @@ def run_op(
     *,
     move_module: bool = True,
     timeout_s: float = 0.0,
+    then: Callable[[Any], Any] | None = None,
 ) -> OpRun:
     """Call the op on a target; with `move_module=False` a module op keeps its module on the cpu.
     A random module called without `sampled` draws its own parameters (seeded with the case).
-    `timeout_s`: the per-call limit (--case-timeout; 0: none)."""
+    `timeout_s`: the per-call limit (--case-timeout; 0: none).  `then`: what to do with the output on the
+    target, under the same placement log and time limit (the backward pass); its result is the run's output."""
     if getattr(target, "level", None) is not None:
         return _run_in_isa_worker(spec, case, target, sampled, timeout_s)
     log = PlacementLog(target.device) if target.is_accelerator else None
@@ -115,7 +118,7 @@ def run_op(
     run = OpRun(log=log)
     with torch.random.fork_rng(devices=[]):
         seed_everything(case.recipe.seed, target.kind)
-        _call(spec, tensor, case, target, sampled, move_module, run, timeout_s)
+        _call(spec, tensor, case, target, sampled, move_module, run, timeout_s, then)
     return run
 
 
@@ -198,6 +201,7 @@ def _call(
     move_module: bool,
     run: OpRun,
     timeout_s: float,
+    then: Callable[[Any], Any] | None = None,
 ) -> None:
     log = run.log
     if target.compiled:
@@ -228,8 +232,10 @@ def _call(
             else:
                 assert spec.call is not None
                 output = (compiled(spec) if target.compiled else spec.call)(tensor, dict(case.params))
+            if then is not None:
+                output = then(output)
             target.synchronize()
-        run.output = spec.read_output(output) if spec.read_output is not None else output
+        run.output = spec.read_output(output) if spec.read_output is not None and then is None else output
     except NotEmulatable as exc:
         run.not_emulatable = str(exc)
     except torch.OutOfMemoryError as exc:

@@ -99,7 +99,14 @@ class CaseCache:
 
     def inputs(self, spec: OpSpec, case: Case) -> CaseInputs:
         source, sampled = self.input(case), self.sampled(spec, case)
-        return CaseInputs(spec, case, source, sampled, lambda: self._reference(spec, case, source, sampled))
+        return CaseInputs(
+            spec,
+            case,
+            source,
+            sampled,
+            lambda: self._reference(spec, case, source, sampled),
+            lambda name, compute: self._get((spec.name, case.key, name), compute),
+        )
 
     def has_context(self, spec: OpSpec, case: Case, target: Target, mode: str) -> bool:
         """Whether the op already ran for this case on this target (else `context` runs it)."""
@@ -177,5 +184,5 @@ def check_case(spec: OpSpec, case: Case, target: Target, cache: CaseCache, mode:
         return CaseResult([], {}, not_emulatable=ctx.run.not_emulatable)
     if ctx.run.resource is not None:
         return CaseResult([], {}, resource=ctx.run.resource)
-    found = [cache.outcome(ctx, check.name) for check in applicable(spec, target, mode)]
+    found = [cache.outcome(ctx, check.name) for check in applicable(spec, target, mode, dtype=case.recipe.dtype)]
     return CaseResult([o for o in found if o is not None], arrays(ctx))

@@ -40,14 +40,20 @@ def detail_figures(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         ("baseline", "baseline output"),
         ("cpu", "cpu output"),
         ("output", f"{record['target']} output"),
+        ("cpu_gradient", "cpu gradient"),
+        ("gradient", f"{record['target']} gradient"),
     ):
         if name in arrays and arrays[name].ndim >= 2:
-            picture = pictures.to_picture(arrays[name], peak)
+            values = _spread(arrays[name], peak) if name.endswith("gradient") else arrays[name]
+            picture = pictures.to_picture(values, peak)
             panels.append({"label": label, "image": pictures.embed(picture), "picture": picture})
     found: dict[str, Any] = {"panels": panels}
     against = record.get("against") if record.get("against") in ("cpu", "baseline") else "reference"
-    if "output" in arrays and against in arrays and arrays["output"].shape == arrays[against].shape:
-        diff = pictures.difference(arrays["output"], arrays[against])
+    mine = "output"
+    if record.get("check") == "gradient_device":  # the gradients differ, not the outputs
+        mine, against = "gradient", "cpu_gradient"
+    if mine in arrays and against in arrays and arrays[mine].shape == arrays[against].shape:
+        diff = pictures.difference(arrays[mine], arrays[against])
         finite = diff[np.isfinite(diff)]
         top = float(finite.max()) if finite.size else 0.0
         tolerance = (record.get("tolerance") or {}).get("atol")
@@ -69,6 +75,13 @@ def detail_figures(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     for panel in panels:
         del panel["picture"]
     return found
+
+
+def _spread(values: np.ndarray, peak: float) -> np.ndarray:
+    """A gradient (any sign, any scale) stretched over the picture's range, zero at mid-grey."""
+    finite = np.abs(values[np.isfinite(values)])
+    top = float(finite.max()) if finite.size else 0.0
+    return (np.nan_to_num(values) / (2 * top) + 0.5) * peak if top > 0 else np.full_like(values, peak / 2)
 
 
 def artifact_path(run_dir: Path, artifact: Any) -> Path | None:

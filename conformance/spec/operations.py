@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from conformance.spec.gradients import Gradient
 from conformance.spec.implementations import OMIT, Implementation, calling, expected_error, module_of, reference_of
 from conformance.spec.libraries import SUFFIXES
 from conformance.spec.opspec import OpSpec, ParamStrategy, _default_recipes
@@ -92,6 +93,8 @@ class Operation:
                effective params (its defaults filled in); random modules also get `sampled`.
     params:    (recipe, mode) -> strategy of params, every optional keyword given a value (a case then
                may leave some out).
+    gradient:  the operation's differentiability promise (conformance.spec.gradients), given to every
+               implementation that is not a host library (an implementation's spec={"gradient": None} opts out).
     optional:  keywords a case may leave out, so each library's default is exercised; or a function of
                the mode giving them (where leaving a keyword out would change what the mode means).
     invalid:   error mode -> what is invalid about its inputs (implementations say what they raise).
@@ -111,6 +114,7 @@ class Operation:
     variants: Sequence[tuple[str, str]] = ()
     recipes: Callable[[str], st.SearchStrategy[Recipe]] = _default_recipes
     spec: Mapping[str, Any] = field(default_factory=dict)  # OpSpec fields for every implementation
+    gradient: Gradient | None = None  # for every implementation that runs on devices (spec={"gradient": None}: not)
 
     def __post_init__(self) -> None:
         if not self.implementations:
@@ -167,6 +171,8 @@ class Operation:
         if not pairs:
             raise ValueError(f"operation {self.name!r}: {name} implements none of its (dtype, mode) variants")
         fields: dict[str, Any] = dict(self.spec) | dict(impl.spec)
+        if self.gradient is not None and not impl.host_only and any(d in self.gradient.dtypes for d, _ in pairs):
+            fields.setdefault("gradient", self.gradient)  # a host library returns no autograd graph
         fields["params"] = _omitting(self.params, self.optional_in)
         fields["error_modes"] = {
             mode: expected_error(self.invalid[mode], raised) for mode, raised in impl.raises.items()

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from conformance import versions
 from conformance.spec import overrides
+from conformance.spec.gradients import Gradient
 from conformance.spec.item_ids import ItemId, item_params_id, parse_item_id, variant_key  # noqa: F401 - re-exported
 from conformance.spec.recipes import Case, Recipe
 from conformance.spec.strategies import image_recipes
@@ -159,6 +160,8 @@ class OpSpec:
     narrowed:    why the drawn inputs are narrower than usual for the imported library version
                  (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
     host_only:   why the op runs on the host only (Pillow, OpenCV): items on the `cpu` target only.
+    gradient:    the op's promise that its output is differentiable in its input (conformance.spec.gradients):
+                 its backward pass is then checked on every target (`gradient`, `gradient_device` items).
     member:      set by `conformance.spec.operations.Operation` for one library's implementation of an
                  operation (shared cases, documented defaults, the cross-library measurement).
     """
@@ -191,6 +194,7 @@ class OpSpec:
     timing: Callable[[Recipe, str], dict[str, Any] | None] | None = None
     timing_batched: bool = True  # False: one (C, H, W) image per call (batch-1 shapes lose the batch dim)
     host_only: str = ""
+    gradient: Gradient | None = None
     member: Any = None  # operations.Membership: the operation this spec implements, for a library
 
     def runs_on(self, target: Any) -> bool:
@@ -254,7 +258,9 @@ class OpSpec:
     ) -> Tolerance:
         """The user's override (--tolerances) if one matches, else the first of this op's rules."""
         chosen = overrides.pick(user_rules, self.name, check, dtype, mode, target)
-        return chosen or pick_tolerance(self.tolerances, check=check, dtype=dtype, mode=mode, target=target)
+        # gradients are measured in units of the gradient's size: the value rules (often check="*") do not fit
+        rules = self.gradient.rules() if check.startswith("gradient") and self.gradient is not None else self.tolerances
+        return chosen or pick_tolerance(rules, check=check, dtype=dtype, mode=mode, target=target)
 
     def test(self, source: str | None = None) -> Callable[..., None]:
         """The pytest test function for this op (assign it to `test_<name>`); one item per target,

@@ -67,6 +67,11 @@ class VirtualTensor(torch.Tensor):
     # Python indexing sets a device guard in C++ before dispatch; index the inner tensor instead (its aten ops
     # skip the rules: they run on cpu tensors of this package's own).
     def __getitem__(self, index: Any) -> torch.Tensor:
+        if self.requires_grad and torch.is_grad_enabled():  # the inner indexing below records no autograd graph
+            return _with_autograd(self, index)
+        return self._indexed(index)
+
+    def _indexed(self, index: Any) -> torch.Tensor:
         inner_index = _index_for(self, index)
         state.direct += 1
         try:
@@ -79,6 +84,8 @@ class VirtualTensor(torch.Tensor):
         return result
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        if torch.is_grad_enabled() and (self.requires_grad or getattr(value, "requires_grad", False)):
+            raise NotEmulatable("an indexed assignment that autograd must record, on a virtual tensor")
         log = current_log()
         copy = torch.ops.aten.copy_.default
         if log is not None and isinstance(value, torch.Tensor) and value.device != self.device:
@@ -130,6 +137,28 @@ class VirtualTensor(torch.Tensor):
 
     def __format__(self, spec: str) -> str:
         return format(self.item(), spec) if self.dim() == 0 else repr(self)
+
+
+def _with_autograd(tensor: VirtualTensor, index: Any) -> torch.Tensor:
+    """`tensor[index]` as the aten ops Python indexing decomposes it into (select, slice, unsqueeze), called
+    through the dispatcher so that autograd records them.  Basic indices only: advanced ones are gathers
+    whose gradient this emulation does not reproduce."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if not all(p is None or p is Ellipsis or (isinstance(p, (int, slice)) and not isinstance(p, bool)) for p in parts):
+        raise NotEmulatable("the gradient of advanced (tensor, list or bool) indexing on a virtual tensor")
+    consumed = sum(1 for p in parts if p is not None and p is not Ellipsis)
+    if any(p is Ellipsis for p in parts):
+        at = next(n for n, p in enumerate(parts) if p is Ellipsis)
+        parts = (*parts[:at], *(slice(None),) * (tensor.dim() - consumed), *parts[at + 1 :])
+    aten, found, dim = torch.ops.aten, tensor, 0
+    for part in parts:
+        if part is None:
+            found, dim = aten.unsqueeze.default(found, dim), dim + 1
+        elif isinstance(part, int):
+            found = aten.select.int(found, dim, part)
+        else:
+            found, dim = aten.slice.Tensor(found, dim, part.start, part.stop, part.step or 1), dim + 1
+    return found
 
 
 def wrap(tensor: torch.Tensor, device: torch.device) -> VirtualTensor:
