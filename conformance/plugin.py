@@ -38,6 +38,7 @@ class PluginState:
     report_error: str | None = None
     narrowed: dict[str, str] = field(default_factory=dict)
     collection_checked: bool = False  # the xdist controller checked a worker's collection
+    previous_sweep: str | None = None  # CONFORMANCE_SWEEP before this session set it (restored at unconfigure)
 
 
 STATE = pytest.StashKey[PluginState]()
@@ -51,6 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     profiles.check_chosen(config)  # before hypothesis' plugin turns a bogus name into an INTERNALERROR
     state = config.stash[STATE] = PluginState()
+    # read by cases/test_sweep.py at collection, and by the ISA workers that import it again
+    swept = config.getoption("sweep", None) or "default"
+    state.previous_sweep = os.environ.get(options.SWEEP_ENV)
+    os.environ[options.SWEEP_ENV] = "" if swept == "none" else swept
     controller = isinstance(getattr(config.option, "numprocesses", None), int) and not hasattr(config, "workerinput")
     if run_config.asked_for(config):
         _start(config, state)
@@ -115,7 +120,7 @@ def run_of(config: pytest.Config) -> Any:
 def _header(config: pytest.Config, run: Any) -> list[str]:
     from conformance.devices.targets import virtual_unavailable_reason
     from conformance.launch import WORKERS_ENV
-    from conformance.report.terminal import header
+    from conformance.report.terminal import header, sweep_lines
 
     return header(
         run.environment,
@@ -123,7 +128,7 @@ def _header(config: pytest.Config, run: Any) -> list[str]:
         getattr(config.option, "numprocesses", None),
         os.environ.get(WORKERS_ENV),
         virtual_unavailable_reason(),
-    )
+    ) + sweep_lines(os.environ.get(options.SWEEP_ENV, ""))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -156,6 +161,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None:
         for signum, handler in state.previous_handlers.items():
             signal.signal(signum, handler)
+        if state.previous_sweep is None:
+            os.environ.pop(options.SWEEP_ENV, None)
+        else:
+            os.environ[options.SWEEP_ENV] = state.previous_sweep
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

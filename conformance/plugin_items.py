@@ -59,7 +59,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
     run = run_of(metafunc.config)
     if not getattr(metafunc.function, "_conformance_settings", False):  # the profile applies to spec tests only
-        settings(run.cfg.hypothesis_settings)(metafunc.function)
+        chosen = run.cfg.hypothesis_settings
+        if spec.max_examples is not None and spec.max_examples < chosen.max_examples:
+            chosen = settings(chosen, max_examples=spec.max_examples)
+        settings(chosen)(metafunc.function)
         metafunc.function._conformance_settings = True
     unmet = spec.unmet_requirement()
 

@@ -56,6 +56,15 @@ def device_problems(ctx: CaseContext, run: OpRun, log: PlacementLog | None, how:
                 )
                 for t in log.image_copies(min(planes))
             ]
+            problems += [
+                (
+                    "host data",
+                    f"{how}implicit {t.describe()}: image-sized data made on the host inside the call and uploaded "
+                    f"(noise or a mask drawn with the cpu generator, or a field built on the host, instead of on "
+                    f"the target)",
+                )
+                for t in log.host_made_uploads(min(planes))
+            ]
     return problems
 
 
@@ -227,7 +236,8 @@ def check_constant_upload(ctx: CaseContext) -> CheckOutcome | None:
     run = ctx.run
     if run.error is not None or run.log is None:
         return None
-    uploads = run.log.constant_uploads()
+    planes = [p for p in (_plane(ctx.tensor_in), _plane(run.output)) if p is not None]
+    uploads = run.log.constant_uploads(min(planes) if planes else None)  # larger ones fail placement
     if not uploads:
         return CheckOutcome("constant_upload", True)
     return CheckOutcome(

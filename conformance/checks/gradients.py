@@ -97,10 +97,13 @@ def make_probe(spec: OpSpec, case: Case, values: np.ndarray, sampled: Sampled | 
 def _estimated_function(spec: OpSpec, case: Case, sampled: Sampled | None) -> Any:
     declared = spec.gradient
     assert declared is not None
+    reference = spec.reference
     if declared.estimate == "reference":
+        if reference is None:
+            raise ValueError(f"{spec.name}: a Gradient estimated from the reference needs a reference")
         if sampled is None:
-            return lambda x: np.asarray(spec.reference(x, case), dtype=np.float64)
-        return lambda x: np.asarray(spec.reference(x, case, sampled), dtype=np.float64)
+            return lambda x: np.asarray(reference(x, case), dtype=np.float64)
+        return lambda x: np.asarray(reference(x, case, sampled), dtype=np.float64)
 
     def forward64(x: np.ndarray) -> np.ndarray:  # the op's own forward, in float64, on the cpu
         run = run_op(spec, torch.tensor(x), case, CPU, sampled)

@@ -116,7 +116,7 @@ def on_accelerator(spec: OpSpec, target: Target, mode: str) -> bool:
 
 
 def compared_with_cpu(spec: OpSpec, target: Target, mode: str) -> bool:
-    return target.compared_with_cpu and valid_inputs(spec, target, mode)
+    return target.compared_with_cpu and not spec.not_comparable and valid_inputs(spec, target, mode)
 
 
 def always(spec: OpSpec, target: Target, mode: str) -> bool:

@@ -158,7 +158,7 @@ register(
         40,
         "reference",
         "output vs the independent float64 reference, under the op's tolerance",
-        valid_inputs,
+        lambda spec, target, mode: spec.reference is not None and valid_inputs(spec, target, mode),
         check_reference,
         output_only=True,
         judges_values=True,
@@ -171,7 +171,9 @@ register(
         50,
         "input",
         "lossy ops: PSNR against the input more than the op's margin below the reference's",
-        lambda spec, target, mode: spec.fidelity is not None and valid_inputs(spec, target, mode),
+        lambda spec, target, mode: (
+            spec.fidelity is not None and spec.reference is not None and valid_inputs(spec, target, mode)
+        ),
         check_fidelity,
         output_only=True,
         judges_values=True,

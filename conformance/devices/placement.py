@@ -34,6 +34,9 @@ SCALAR_READS = frozenset(op for op in (aten_overload("_local_scalar_dense.defaul
 TRANSFER_OP_IDS = frozenset(map(id, TRANSFER_OPS))
 SCALAR_READ_IDS = frozenset(map(id, SCALAR_READS))
 MIXED_DEVICE_MESSAGE = "Expected all tensors to be on the same device"
+# A host-made upload smaller than this is a constant (a table, a mean/std list), whatever the image's size: on
+# a 1x1 image every table would otherwise be "image-sized".
+HOST_DATA_FLOOR = 256
 TAINT = "_conformance_taint"  # attribute names of a log's marks on tensors (PlacementLog)
 ORIGIN = "_conformance_origin"
 
@@ -197,9 +200,28 @@ class PlacementLog:
         host and device.  Smaller image-derived copies (per-channel statistics) are only recorded."""
         return [t for t in self.transfers if t.source == "image" and t.numel >= max(1, smallest_image_plane)]
 
-    def constant_uploads(self) -> list[Transfer]:
-        """Host -> device copies of data that did not come from the image: the op's own constants."""
-        return [t for t in self.transfers if t.source == "constant" and t.direction == "to_device"]
+    def constant_uploads(self, smallest_image_plane: int | None = None) -> list[Transfer]:
+        """Host -> device copies of data that did not come from the image: the op's own constants (smaller
+        than an image plane, where one is given)."""
+        return [
+            t
+            for t in self.transfers
+            if t.source == "constant"
+            and t.direction == "to_device"
+            and (smallest_image_plane is None or t.numel < max(HOST_DATA_FLOOR, smallest_image_plane))
+        ]
+
+    def host_made_uploads(self, smallest_image_plane: int) -> list[Transfer]:
+        """Host -> device copies of data made on the host inside the call, at least one image plane and
+        HOST_DATA_FLOOR elements large: noise or a mask drawn with the cpu generator (or a field built on the
+        host) instead of on the device.  Smaller ones are constants (`constant_uploads`)."""
+        return [
+            t
+            for t in self.transfers
+            if t.source == "constant"
+            and t.direction == "to_device"
+            and t.numel >= max(HOST_DATA_FLOOR, smallest_image_plane)
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {

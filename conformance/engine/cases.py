@@ -88,6 +88,8 @@ class CaseCache:
 
     def _reference(self, spec: OpSpec, case: Case, source: InputImage, sampled: Any) -> np.ndarray:
         def compute() -> _Sized:
+            if spec.reference is None:
+                raise LookupError(f"{spec.name} has no reference: no check of it may ask for one")
             ideal = (
                 spec.reference(source.values, case) if sampled is None else spec.reference(source.values, case, sampled)
             )

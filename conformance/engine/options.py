@@ -130,6 +130,8 @@ def _option(name: str, **attrs: Any) -> Option:
     return Option(name, attrs)
 
 
+SWEEP_ENV = "CONFORMANCE_SWEEP"  # --sweep's modules, for cases/test_sweep.py (and ISA workers, which inherit it)
+
 # The plugin's options, declared once: pytest_addoption adds them, and `python -m conformance run` reads which
 # take a value (to join `--reports-dir DIR` into `--reports-dir=DIR` before pytest finds its rootdir).
 OPTIONS: tuple[Option, ...] = (
@@ -228,6 +230,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="FILE",
         help="tolerance overrides (TOML [[tolerance]] tables, see conformance/spec/overrides.py), "
         "tried before each op's own rules",
+    ),
+    _option(
+        "--sweep",
+        default=None,
+        metavar="MODULES",
+        help="sweep every transform class of these modules with the reference-free checks (cases/test_sweep.py): "
+        "comma-separated module names; 'default' (the default) is kornia.augmentation,torchvision.transforms.v2; "
+        "'none' sweeps nothing",
     ),
     _option(
         "--known-issues",

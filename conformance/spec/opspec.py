@@ -124,6 +124,8 @@ class OpSpec:
     module:      instead of `call`, for nn.Module ops (placement of the module's tensors is checked).
     reference:   independent float64 host implementation: (float64 input, case) -> ideal output.
                  For uint8 outputs the harness rounds and saturates it (the documented meaning).
+                 None for a transform swept without one (conformance.spec.sweep): only the reference-free
+                 checks apply (error, placement, invariants, cross_device, the module checks).
     dtypes/modes: the parametrized axes; a mode names a parameter regime (e.g. "bicubic-antialias").
     params:      hypothesis strategy of op parameters for a recipe and mode.
     tolerances:  ordered `Rule`s; the first match for (check, dtype, mode, target) applies.
@@ -160,6 +162,10 @@ class OpSpec:
     narrowed:    why the drawn inputs are narrower than usual for the imported library version
                  (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
     host_only:   why the op runs on the host only (Pillow, OpenCV): items on the `cpu` target only.
+    max_examples: at most this many cases an item, whatever the profile asks (the device sweep: what it
+                 checks shows on the first cases of a transform, and it has thousands of items).
+    not_comparable: why the outputs of one case differ between devices by design (noise drawn with the
+                 device's generator): no cross_device items.
     gradient:    the op's promise that its output is differentiable in its input (conformance.spec.gradients):
                  its backward pass is then checked on every target (`gradient`, `gradient_device` items).
     member:      set by `conformance.spec.operations.Operation` for one library's implementation of an
@@ -169,7 +175,7 @@ class OpSpec:
     name: str
     call: OpFunction | None = None
     module: ModuleOp | None = None
-    reference: Reference
+    reference: Reference | None
     dtypes: Sequence[str]
     modes: Sequence[str]
     params: ParamStrategy
@@ -194,6 +200,8 @@ class OpSpec:
     timing: Callable[[Recipe, str], dict[str, Any] | None] | None = None
     timing_batched: bool = True  # False: one (C, H, W) image per call (batch-1 shapes lose the batch dim)
     host_only: str = ""
+    not_comparable: str = ""
+    max_examples: int | None = None
     gradient: Gradient | None = None
     member: Any = None  # operations.Membership: the operation this spec implements, for a library
 

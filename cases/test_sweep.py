@@ -1,0 +1,10 @@
+"""The device sweep: every transform class of the modules named by `--sweep` (e.g. `--sweep default` for
+kornia.augmentation and torchvision.transforms.v2, or `--sweep mypackage.transforms`), with the
+reference-free checks only (conformance/spec/sweep.py).  Without --sweep this module defines no tests."""
+
+import os
+
+from conformance.engine.options import SWEEP_ENV
+from conformance.spec import sweep
+
+globals().update(sweep.tests(sweep.parse(os.environ.get(SWEEP_ENV, ""))))

@@ -1,0 +1,292 @@
+"""Every transform of a module, no spec needed: discovery and the OpSpecs of a device sweep.
+
+Device bugs hide in the transforms nobody wrote a spec for: noise made on the cpu, a tensor attribute
+that is not a buffer, an input changed in place.  They show without a reference, from placement, module
+state and invariants alone.  `discover(module)` lists the module's transform classes, each swept or
+skipped with a reason; `specs(module)` makes one OpSpec per swept class, without a reference, so only the
+reference-free checks apply (error, placement, invariants, unmoved, sampling, cross_device), with the
+same items, ids, known issues and report as any other op.
+
+Each class runs in two modes: "p1" (p=1: the transform always applies) and "default" (its documented
+defaults, so a random augmentation's default probability blends applied and skipped samples).  A kornia
+augmentation's parameters are drawn once on the cpu and replayed on every target (`params=`), so its
+outputs are compared across devices; torchvision draws its parameters with the global cpu generator, which
+the harness seeds alike on every target, so its outputs are compared too, except where it draws
+image-sized noise on the device (`DEVICE_RANDOM`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+
+from conformance.spec.opspec import ModuleOp, OpSpec
+from conformance.spec.recipes import CONTENTS
+from conformance.spec.strategies import image_recipes
+from conformance.spec.tolerances import Rule, Tolerance
+
+DEFAULT_MODULES = ("kornia.augmentation", "torchvision.transforms.v2")
+# Sides of 32 or 64: placement bugs do not hide in odd sizes, and documented defaults need room (kornia's
+# RandomRain drops up to 20 pixels tall, torchvision's ElasticTransform blurs with a 41-pixel kernel).
+SIDE = 32
+MODES = ("p1", "default")
+# Cases an item: a device bug of a transform shows in its first cases (every planted one did in the first);
+# 100 a variant, as the ci profile draws for the specs, cost 219 s for 3,294 items, 10 cost about 40 s.
+EXAMPLES = 10
+
+# Constructor arguments for classes that have no defaults for them (documented examples where there are).
+ARGUMENTS: dict[str, dict[str, Any]] = {
+    "kornia.augmentation.CenterCrop": {"size": 8},
+    "kornia.augmentation.RandomCrop": {"size": (8, 8)},
+    "kornia.augmentation.RandomResizedCrop": {"size": (8, 8)},
+    "kornia.augmentation.Resize": {"size": (8, 8)},
+    "kornia.augmentation.LongestMaxSize": {"max_size": 8},
+    "kornia.augmentation.SmallestMaxSize": {"max_size": 8},
+    "kornia.augmentation.PadTo": {"size": (40, 40)},
+    "kornia.augmentation.Normalize": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
+    "kornia.augmentation.Denormalize": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
+    "kornia.augmentation.RandomAffine": {"degrees": 15.0},
+    "kornia.augmentation.RandomRotation": {"degrees": 15.0},
+    "kornia.augmentation.RandomShear": {"shear": 10.0},
+    "kornia.augmentation.RandomTranslate": {"translate_x": (-0.1, 0.1), "translate_y": (-0.1, 0.1)},
+    "kornia.augmentation.RandomMotionBlur": {"kernel_size": 3, "angle": 15.0, "direction": 0.5},
+    "kornia.augmentation.RandomGaussianBlur": {"kernel_size": (3, 3), "sigma": (0.1, 2.0)},
+    "kornia.augmentation.RandomRotation90": {"times": (0, 3)},
+    # kornia's docstring example
+    "kornia.augmentation.RandomFisheye": {
+        "center_x": torch.tensor([-0.3, 0.3]),
+        "center_y": torch.tensor([-0.3, 0.3]),
+        "gamma": torch.tensor([0.9, 1.0]),
+    },
+    "torchvision.transforms.v2.CenterCrop": {"size": 8},
+    "torchvision.transforms.v2.RandomCrop": {"size": 8},
+    "torchvision.transforms.v2.RandomResizedCrop": {"size": 8},
+    "torchvision.transforms.v2.Resize": {"size": 8},
+    "torchvision.transforms.v2.FiveCrop": {"size": 8},
+    "torchvision.transforms.v2.TenCrop": {"size": 8},
+    "torchvision.transforms.v2.Pad": {"padding": 2},
+    "torchvision.transforms.v2.Normalize": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
+    "torchvision.transforms.v2.RandomRotation": {"degrees": 15.0},
+    "torchvision.transforms.v2.RandomAffine": {"degrees": 15.0},
+    "torchvision.transforms.v2.ColorJitter": {"brightness": 0.5, "contrast": 0.5, "saturation": 0.5, "hue": 0.1},
+    "torchvision.transforms.v2.RandomPosterize": {"bits": 4},
+    "torchvision.transforms.v2.RandomSolarize": {"threshold": 0.5},
+    "torchvision.transforms.v2.RandomAdjustSharpness": {"sharpness_factor": 2.0},
+    "torchvision.transforms.v2.GaussianBlur": {"kernel_size": 3},
+    "torchvision.transforms.v2.ScaleJitter": {"target_size": (64, 64)},  # smaller ones can round to 0 pixels
+    "torchvision.transforms.v2.RandomShortestSize": {"min_size": 8},
+    "torchvision.transforms.v2.RandomZoomOut": {"side_range": (1.0, 2.0)},
+    "torchvision.transforms.v2.RandomResize": {"min_size": 8, "max_size": 16},
+}
+
+# Why a class is not swept, by name pattern (first match).
+SKIPS: tuple[tuple[Callable[[str], bool], str], ...] = (
+    (lambda n: "Base" in n or n.startswith("_") or n == "Transform", "an abstract base class"),
+    (lambda n: n.endswith("3D"), "3-D (volumes): the sweep draws images"),
+    (
+        lambda n: (
+            n.endswith(("Sequential", "Dispather", "Dispatcher"))
+            or n in ("Compose", "RandomApply", "RandomChoice", "RandomOrder")
+        ),
+        "a container: it runs the transforms it is given",
+    ),
+    (
+        lambda n: (
+            n in ("RandomMixUpV2", "RandomCutMixV2", "RandomMosaic", "RandomTransplantation", "PatchMix")
+            or n in ("MixUp", "CutMix", "SanitizeBoundingBoxes", "ClampBoundingBoxes", "ClampKeyPoints")
+            or n in ("SanitizeKeyPoints", "SetClampingMode", "RandomIoUCrop")
+        ),
+        "mixes samples or needs labels, boxes or masks beside the image",
+    ),
+    (
+        lambda n: (
+            n in ("ToImage", "ToPILImage", "PILToTensor", "ToPureTensor", "ToTensor", "ConvertBoundingBoxFormat")
+            or n
+            in (
+                "Lambda",
+                "LinearTransformation",
+                "Identity",
+                "ToDtype",
+                "ConvertImageDtype",
+                "UniformTemporalSubsample",
+            )
+        ),
+        "a conversion, a wrapper or a user-supplied function: nothing of its own to sweep",
+    ),
+    (
+        lambda n: n in ("JPEG", "RandomJPEG"),
+        "JPEG needs uint8 (torchvision) or a codec (covered by cases/test_jpeg.py)",
+    ),
+    (lambda n: n in ("FiveCrop", "TenCrop"), "returns a tuple of crops, not an image"),
+)
+# Augmentations document images in [0, 1]; out-of-range floats are a spec's business (equalize indexes a
+# 256-bin histogram with them and raises), not a device question.
+IN_RANGE = [c for c in CONTENTS if c != "out_of_range"]
+DEVICE_RANDOM = {"GaussianNoise", "RandomErasing", "ElasticTransform"}  # torchvision: noise drawn on the device
+
+CROSS_DEVICE = Rule(
+    Tolerance(
+        "sweep-cross-device",
+        atol=1e-4,
+        rtol=1e-4,
+        reason="the same float32 transform with the same parameters on two devices: kernels differ in rounding "
+        "order only; a parameter or a sample drawn differently differs by far more",
+    ),
+    check="cross_device",
+)
+
+
+@dataclass(frozen=True)
+class Discovered:
+    """One class found in a module: swept, or skipped with the reason."""
+
+    module: str
+    name: str
+    cls: type | None
+    reason: str = ""  # why it is skipped ("" : swept)
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.module}.{self.name}"
+
+    @property
+    def op(self) -> str:
+        return "sweep_" + "".join(c if c.isalnum() else "_" for c in f"{self.module.split('.')[0]}_{self.name}")
+
+
+def _never_ask() -> None:
+    """kornia 0.8 asks on stdin whether to install a missing optional dependency: in a worker process that
+    waits forever.  Make it raise instead (the class is then skipped, saying which dependency is missing)."""
+    os.environ.setdefault("KORNIA_INSTALLATION_MODE", "raise")  # read when kornia is imported (0.9)
+    config = getattr(sys.modules.get("kornia.config"), "kornia_config", None)
+    lazy = getattr(config, "lazyloader", None)
+    if lazy is not None and hasattr(lazy, "installation_mode"):
+        lazy.installation_mode = "RAISE"
+
+
+def discover(module_name: str) -> list[Discovered]:
+    """Every public nn.Module class of the module, each swept or skipped with a reason."""
+    _never_ask()
+    module = importlib.import_module(module_name)
+    _never_ask()  # the module may have imported kornia just now
+    found = []
+    for name, value in sorted(vars(module).items()):
+        if name.startswith("_") or not inspect.isclass(value) or not issubclass(value, torch.nn.Module):
+            continue
+        reason = next((why for matches, why in SKIPS if matches(name)), "")
+        if not reason and inspect.isabstract(value):
+            reason = "an abstract base class"
+        found.append(Discovered(module_name, name, value, reason or _unbuildable(module_name, name, value)))
+    return found
+
+
+def _unbuildable(module_name: str, name: str, cls: type) -> str:
+    """Why the class cannot be built here with its table's arguments (an optional dependency missing, an
+    argument the table lacks), or ""."""
+    try:
+        cls(**ARGUMENTS.get(f"{module_name}.{name}", {}))
+    except ImportError as exc:
+        return f"an optional dependency is not installed ({str(exc).splitlines()[0][:120]})"
+    except Exception as exc:  # noqa: BLE001 - any constructor failure is a reason to skip, with its text
+        return f"cannot be built with its documented defaults: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+    return ""
+
+
+def _accepts_p(cls: type) -> bool:
+    try:
+        return "p" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _build(found: Discovered) -> Callable[[dict[str, Any]], torch.nn.Module]:
+    fixed = ARGUMENTS.get(found.qualified, {})
+    cls = found.cls
+    assert cls is not None
+
+    def build(params: dict[str, Any]) -> torch.nn.Module:
+        return cls(**fixed, **params)
+
+    return build
+
+
+def _kornia_sample(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any]) -> dict[str, Any]:
+    sampled: dict[str, Any] = module.forward_parameters(image.shape)  # type: ignore[operator]
+    return sampled
+
+
+def spec_of(found: Discovered) -> OpSpec:
+    """The sweep's OpSpec of one discovered class (no reference: only the reference-free checks)."""
+    assert found.cls is not None and not found.reason
+    kornia = found.module.startswith("kornia")
+    with_p = _accepts_p(found.cls)
+    return OpSpec(
+        name=found.op,
+        description=f"{found.qualified} swept with {'p=1 and ' if with_p else ''}its documented defaults",
+        module=ModuleOp(build=_build(found), sample=_kornia_sample if kornia else None),
+        reference=None,
+        dtypes=("float32",),
+        modes=MODES if with_p else ("default",),
+        params=lambda recipe, mode: st.just({"p": 1.0} if mode == "p1" else {}),
+        recipes=lambda dtype: image_recipes(
+            dtype,
+            channels=(3,),
+            min_batch_dims=1,
+            max_batch_dims=1,
+            max_side=2 * SIDE,
+            side_multiple=SIDE,
+            contents=IN_RANGE,
+        ),
+        tolerances=[CROSS_DEVICE],
+        keeps_memory_format=False,  # neither library promises it for its augmentations
+        needs=(found.qualified,),
+        max_examples=EXAMPLES,
+        not_comparable=""
+        if kornia or found.name not in DEVICE_RANDOM
+        else "draws its noise with the device's generator",
+    )
+
+
+def specs(module_name: str) -> list[OpSpec]:
+    return [spec_of(found) for found in discover(module_name) if not found.reason]
+
+
+def coverage(module_names: list[str]) -> dict[str, Any]:
+    """Found, swept and skipped (by reason) per module, for the header and the report."""
+    report: dict[str, Any] = {}
+    for name in module_names:
+        found = discover(name)
+        skipped: dict[str, list[str]] = {}
+        for entry in found:
+            if entry.reason:
+                skipped.setdefault(entry.reason, []).append(entry.name)
+        report[name] = {"found": len(found), "swept": sum(1 for f in found if not f.reason), "skipped": skipped}
+    return report
+
+
+def parse(text: str) -> list[str]:
+    """`--sweep`'s value: comma-separated module names, "default" standing for DEFAULT_MODULES."""
+    found: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        for name in DEFAULT_MODULES if part == "default" else (part,) if part else ():
+            if name not in found:
+                found.append(name)
+    return found
+
+
+def tests(module_names: list[str]) -> dict[str, Callable[..., None]]:
+    """`test_<op>` for every swept class of the modules (cases/test_sweep.py)."""
+    source = sys._getframe(1).f_globals.get("__file__")
+    found: dict[str, Callable[..., None]] = {}
+    for name in module_names:
+        for spec in specs(name):
+            found[f"test_{spec.name}"] = spec.test(source=source)
+    return found
