@@ -85,7 +85,11 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
 
     def environment() -> dict[str, Any]:
         if not collected:
-            collected.update(env_info.collect(list(cfg.targets)), hypothesis_profile=profile)
+            collected.update(
+                env_info.collect(list(cfg.targets)),
+                hypothesis_profile=profile,
+                sweep=env_info.sweep_coverage(os.environ.get(options.SWEEP_ENV, "")),
+            )
         return collected
 
     workerinput = getattr(config, "workerinput", None)
@@ -128,7 +132,7 @@ def _header(config: pytest.Config, run: Any) -> list[str]:
         getattr(config.option, "numprocesses", None),
         os.environ.get(WORKERS_ENV),
         virtual_unavailable_reason(),
-    ) + sweep_lines(os.environ.get(options.SWEEP_ENV, ""))
+    ) + sweep_lines(run.environment.get("sweep", {}))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

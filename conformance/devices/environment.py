@@ -15,7 +15,7 @@ import torch
 
 from conformance.devices.targets import Target
 from conformance.devices.torch_private import cuda_driver_version
-from conformance.spec import versions
+from conformance.spec import sweep, versions
 from conformance.spec.libraries import LIBRARIES
 
 PACKAGES = tuple(library.package for library in LIBRARIES)
@@ -64,6 +64,11 @@ def collect(targets: list[Target]) -> dict[str, Any]:
         "cuda": _cuda_info(),
         "targets": [target.to_dict() for target in targets],
     }
+
+
+def sweep_coverage(requested: str) -> dict[str, Any]:
+    """The device sweep's coverage (found, swept, skipped by reason, per module) for the run's record."""
+    return sweep.coverage(sweep.parse(requested))
 
 
 def header_lines(env: dict[str, Any]) -> list[str]:

@@ -14,15 +14,14 @@ from conformance.devices.environment import header_lines
 from conformance.report.build import build_report
 from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
-from conformance.spec import sweep
 from conformance.store import compile_stats
 from conformance.store.aggregate import write_summary
 
 
-def sweep_lines(requested: str) -> list[str]:
-    """One header line per module `--sweep` names: classes found, swept, and skipped by reason."""
+def sweep_lines(coverage: dict[str, Any]) -> list[str]:
+    """One header line per module the run sweeps: classes found, swept, and skipped by reason."""
     lines = []
-    for name, found in sweep.coverage(sweep.parse(requested)).items():
+    for name, found in coverage.items():
         skipped = sum(len(v) for v in found["skipped"].values())
         reasons = "; ".join(f"{len(v)} {why}" for why, v in sorted(found["skipped"].items(), key=lambda i: -len(i[1])))
         lines.append(
