@@ -162,6 +162,8 @@ class OpSpec:
     narrowed:    why the drawn inputs are narrower than usual for the imported library version
                  (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
     host_only:   why the op runs on the host only (Pillow, OpenCV): items on the `cpu` target only.
+    cpu_paths:   False when the cpu's lower instruction-set targets (`cpu:avx2`, ...) have nothing to show for
+                 the op (the device sweep: device placement does not depend on the cpu's kernels).
     max_examples: at most this many cases an item, whatever the profile asks (the device sweep: what it
                  checks shows on the first cases of a transform, and it has thousands of items).
     not_comparable: why the outputs of one case differ between devices by design (noise drawn with the
@@ -202,12 +204,16 @@ class OpSpec:
     host_only: str = ""
     not_comparable: str = ""
     max_examples: int | None = None
+    cpu_paths: bool = True
     gradient: Gradient | None = None
     member: Any = None  # operations.Membership: the operation this spec implements, for a library
 
     def runs_on(self, target: Any) -> bool:
-        """Whether this op has items on the target (a host library's only on the cpu itself)."""
-        return not self.host_only or target.name == "cpu"
+        """Whether this op has items on the target (a host library's only on the cpu itself; an op that asks
+        nothing of the cpu's kernels, none on its lower instruction-set targets)."""
+        if self.host_only:
+            return target.name == "cpu"
+        return self.cpu_paths or getattr(target, "level", None) is None
 
     def unmet_requirement(self) -> str | None:
         """Why this op cannot be tested with the imported packages (naming their versions), or None."""

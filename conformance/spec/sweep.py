@@ -249,6 +249,7 @@ def spec_of(found: Discovered) -> OpSpec:
         keeps_memory_format=False,  # neither library promises it for its augmentations
         needs=(found.qualified,),
         max_examples=EXAMPLES,
+        cpu_paths=False,  # what it checks is placement and module state, not the cpu's kernels
         not_comparable=""
         if kornia or found.name not in DEVICE_RANDOM
         else "draws its noise with the device's generator",
