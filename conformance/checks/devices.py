@@ -27,6 +27,12 @@ from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import to_float64
 
 
+HOST_DATA = (
+    "image-sized data made on the host inside the call and uploaded (noise or a mask drawn with the cpu generator, "
+    "or a field built on the host, instead of on the target)"
+)
+
+
 def _plane(value: Any) -> int | None:
     return value.shape[-2] * value.shape[-1] if isinstance(value, torch.Tensor) and value.dim() >= 2 else None
 
@@ -57,13 +63,7 @@ def device_problems(ctx: CaseContext, run: OpRun, log: PlacementLog | None, how:
                 for t in log.image_copies(min(planes))
             ]
             problems += [
-                (
-                    "host data",
-                    f"{how}implicit {t.describe()}: image-sized data made on the host inside the call and uploaded "
-                    f"(noise or a mask drawn with the cpu generator, or a field built on the host, instead of on "
-                    f"the target)",
-                )
-                for t in log.host_made_uploads(min(planes))
+                ("host data", f"{how}implicit {t.describe()}: {HOST_DATA}") for t in log.host_made_uploads(min(planes))
             ]
     return problems
 

@@ -202,26 +202,17 @@ class PlacementLog:
 
     def constant_uploads(self, smallest_image_plane: int | None = None) -> list[Transfer]:
         """Host -> device copies of data that did not come from the image: the op's own constants (smaller
-        than an image plane, where one is given)."""
-        return [
-            t
-            for t in self.transfers
-            if t.source == "constant"
-            and t.direction == "to_device"
-            and (smallest_image_plane is None or t.numel < max(HOST_DATA_FLOOR, smallest_image_plane))
-        ]
+        than an image plane and HOST_DATA_FLOOR, where a plane is given)."""
+        bound = None if smallest_image_plane is None else max(HOST_DATA_FLOOR, smallest_image_plane)
+        return [t for t in self._host_uploads() if bound is None or t.numel < bound]
 
     def host_made_uploads(self, smallest_image_plane: int) -> list[Transfer]:
-        """Host -> device copies of data made on the host inside the call, at least one image plane and
-        HOST_DATA_FLOOR elements large: noise or a mask drawn with the cpu generator (or a field built on the
-        host) instead of on the device.  Smaller ones are constants (`constant_uploads`)."""
-        return [
-            t
-            for t in self.transfers
-            if t.source == "constant"
-            and t.direction == "to_device"
-            and t.numel >= max(HOST_DATA_FLOOR, smallest_image_plane)
-        ]
+        """The larger ones: data made on the host inside the call, noise or a mask drawn with the cpu generator
+        (or a field built on the host) instead of on the device."""
+        return [t for t in self._host_uploads() if t.numel >= max(HOST_DATA_FLOOR, smallest_image_plane)]
+
+    def _host_uploads(self) -> list[Transfer]:
+        return [t for t in self.transfers if t.source == "constant" and t.direction == "to_device"]
 
     def to_dict(self) -> dict[str, Any]:
         return {
