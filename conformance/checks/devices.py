@@ -26,7 +26,6 @@ from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import to_float64
 
-
 HOST_DATA = (
     "image-sized data made on the host inside the call and uploaded (noise or a mask drawn with the cpu generator, "
     "or a field built on the host, instead of on the target)"
