@@ -9,12 +9,12 @@ import sys
 from conformance.engine import interrupts
 
 
-def test_a_stop_inside_a_gc_callback_is_remembered_and_not_reported_as_unraisable(monkeypatch):
-    reported = []
-    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+def _stop_during_gc() -> bool:
+    """Deliver SIGTERM's handler inside a gc callback, as when the signal lands in hypothesis' gc timing;
+    whether the callback ran."""
     landed = []
 
-    def callback(phase, info):  # a signal that arrives while gc runs hypothesis' timing callback
+    def callback(phase, info):
         if phase == "start" and not landed:
             landed.append(phase)
             interrupts.on_signal(signal.SIGTERM, None)
@@ -25,8 +25,14 @@ def test_a_stop_inside_a_gc_callback_is_remembered_and_not_reported_as_unraisabl
         gc.collect()
     finally:
         gc.callbacks.remove(callback)
+    return bool(landed)
+
+
+def test_a_stop_inside_a_gc_callback_is_remembered_and_not_reported_as_unraisable(monkeypatch):
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
     try:
-        assert landed, "the callback never ran"
+        assert _stop_during_gc(), "the callback never ran"
         assert interrupts.requested() == "signal 15 (SIGTERM)"
         assert reported == [], [r.exc_value for r in reported]
         other = RuntimeError("someone else's")
@@ -41,16 +47,8 @@ def test_before_the_fix_the_stop_was_reported_as_unraisable(monkeypatch):
     reported = []
     monkeypatch.setattr(sys, "unraisablehook", reported.append)
     monkeypatch.setattr(interrupts, "_dropping_requested_stop", lambda hook: hook)
-
-    def callback(phase, info):
-        if phase == "start" and not reported:
-            interrupts.on_signal(signal.SIGTERM, None)
-
-    interrupts.clear()
-    gc.callbacks.append(callback)
     try:
-        gc.collect()
+        assert _stop_during_gc()
     finally:
-        gc.callbacks.remove(callback)
         interrupts.clear()
     assert reported and isinstance(reported[0].exc_value, KeyboardInterrupt)

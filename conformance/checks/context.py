@@ -171,8 +171,7 @@ class CaseContext:
     def nbytes(self) -> int:
         """What this context holds beyond the shared inputs (an estimate for the engine's cache)."""
         total = 2048
-        backward = self.derived.get("gradient")  # conformance.checks.gradients: the input's gradient
-        for value in (self._tensor_in, self.run.output, getattr(backward, "output", None)):
+        for value in (self._tensor_in, self.run.output):
             if isinstance(value, torch.Tensor):
                 total += value.numel() * (value.element_size() + 8)  # the tensor and its float64 copy
         return total

@@ -29,6 +29,7 @@ import torch
 from conformance.checks.context import CaseContext
 from conformance.checks.devices import device_problems
 from conformance.checks.registry import Check, CheckOutcome, compare_check, failed, outcome, register
+from conformance.checks.values import diverging_side
 from conformance.devices.backward import run_vjp
 from conformance.devices.calls import run_op
 from conformance.devices.runs import OpRun
@@ -224,7 +225,7 @@ def check_gradient_device(ctx: CaseContext) -> CheckOutcome | None:
     found = compare_check("gradient_device", mine / scale, theirs / scale, tolerance, "float64", name)
     if found.passed:
         return found
-    side = _side(ctx, twin, name)
+    side = diverging_side(ctx, name, "gradient")
     found.diverges = side
     if side == name:
         return replace(
@@ -240,14 +241,6 @@ def check_gradient_device(ctx: CaseContext) -> CheckOutcome | None:
     }.get(side, f"this target's is off the estimate, {name}'s is not")
     found.cause = f"values, {side if side in ('both', 'undetermined') else 'target'} diverges"
     return found
-
-
-def _side(ctx: CaseContext, twin: CaseContext, name: str) -> str:
-    mine, theirs = outcome(ctx, "gradient"), outcome(twin, "gradient")
-    target_off, twin_off = mine is not None and not mine.passed, theirs is not None and not theirs.passed
-    if target_off and twin_off:
-        return "both"
-    return name if twin_off else ctx.target.name if target_off else "undetermined"
 
 
 def _differentiable(spec: OpSpec, dtype: str, mode: str) -> bool:

@@ -81,12 +81,13 @@ def check_fidelity(ctx: CaseContext) -> CheckOutcome | None:
     )
 
 
-def _side(ctx: CaseContext, twin: str) -> str:
-    """Which side of a difference from the twin is off the reference: `twin`, the target's name, "both",
-    or "undetermined" (both within the reference tolerance, yet too far from each other)."""
+def diverging_side(ctx: CaseContext, twin: str, judge: str = "reference") -> str:
+    """Which side of a difference from the twin is off what `judge` compares with (the reference; the
+    gradient estimate): `twin`, the target's name, "both", or "undetermined" (both within that check's
+    tolerance, yet too far from each other)."""
     other = ctx.cpu
     assert other is not None
-    mine, theirs = outcome(ctx, "reference"), outcome(other, "reference")
+    mine, theirs = outcome(ctx, judge), outcome(other, judge)
     twin_off = other.run.error is not None or (theirs is not None and not theirs.passed)
     target_off = mine is not None and not mine.passed
     if twin_off and target_off:
@@ -123,7 +124,7 @@ def _against_twin(ctx: CaseContext, check: str, twin: str, named: str) -> CheckO
         found = compare_check(check, ctx.output64, other.output64, tolerance, ctx.output_dtype, twin)
         if found.passed:
             return found
-    side = _side(ctx, twin)
+    side = diverging_side(ctx, twin)
     found.diverges = side
     if side == twin:
         return replace(

@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import torch
@@ -172,6 +173,7 @@ def _never_ask() -> None:
         lazy.installation_mode = "RAISE"
 
 
+@cache
 def discover(module_name: str) -> list[Discovered]:
     """Every public nn.Module class of the module, each swept or skipped with a reason."""
     _never_ask()
