@@ -5,6 +5,7 @@ import pytest
 
 PLANTED = '''
 import torch
+from kornia.augmentation import IntensityAugmentationBase2D
 
 
 class GoodFlip(torch.nn.Module):
@@ -42,6 +43,32 @@ class CpuGenerator(torch.nn.Module):
         return torch.where(torch.rand(x.shape).to(x.device) < 0.5, x, 1 - x)
 
 
+class _Gain(IntensityAugmentationBase2D):
+    """A kornia augmentation with one gain per sample (kornia's interface: parameters drawn apart, replayable)."""
+
+    def generate_parameters(self, batch_shape):
+        return {"gain": torch.rand(batch_shape[0]) + 0.5}
+
+
+class BatchBleeds(_Gain):
+    """Subtracts a tenth of the batch's mean image: each sample's output depends on the others."""
+
+    def apply_transform(self, input, params, flags, transform=None):
+        return input - 0.1 * input.mean(0, keepdim=True)
+
+
+class GoodGain(_Gain):
+    def apply_transform(self, input, params, flags, transform=None):
+        return input * params["gain"].to(input).view(-1, 1, 1, 1)
+
+
+class FirstSampleGain(_Gain):
+    """Applies the first sample's gain to the whole batch."""
+
+    def apply_transform(self, input, params, flags, transform=None):
+        return input * params["gain"][0].to(input)
+
+
 class Compose(torch.nn.Module):
     def forward(self, x):
         return x
@@ -75,14 +102,22 @@ def test_each_planted_device_bug_fails_on_the_device_for_its_reason(project):
     assert {
         f"test_sweep_planted_transforms_MutatesInput[{t}-float32-default-invariants]" for t in ("cpu", "vcuda:1")
     } <= failed
-    assert not [f for f in failed if "GoodFlip" in f], failed
-    assert not [f for f in failed if "[cpu-" in f and "MutatesInput" not in f], failed
+    for planted in ("BatchBleeds", "FirstSampleGain"):  # wrong on every device: the batch check fails on each
+        assert {f"test_sweep_planted_transforms_{planted}[{t}-float32-default-batch]" for t in ("cpu", "vcuda:1")} <= {
+            f for f in failed if planted in f
+        }, failed
+    assert "test_sweep_planted_transforms_FirstSampleGain[cpu-float32-p1-batch]" in failed
+    assert not [f for f in failed if "Good" in f], failed
+    on_cpu = {f.split("[")[0].rsplit("_", 1)[-1] for f in failed if "[cpu-" in f}
+    assert on_cpu == {"MutatesInput", "BatchBleeds", "FirstSampleGain"}, failed
+    assert not [f for f in failed if "-batch]" in f and "Bleeds" not in f and "FirstSample" not in f], failed
     out = result.stdout.str()
     assert "NotABuffer.gain (a plain tensor attribute on cpu" in out
     assert "image-sized data made on the host inside the call and uploaded" in out  # CpuGenerator's mask
     assert "Expected all tensors to be on the same device" in out  # NoiseOnCpu mixes devices
     assert "input mutated" in out
-    assert "sweep of planted_transforms: 6 classes found, 5 swept, 1 skipped (1 a container" in out
+    assert "sample 1 of 2 alone vs sample 1 in the batch" in out or "sample 1 of 3 alone" in out
+    assert "sweep of planted_transforms: 10 classes found, 8 swept, 2 skipped (1 a container with no members" in out
 
 
 def test_without_a_sweep_the_module_defines_no_tests(project):
@@ -96,6 +131,7 @@ def test_discovery_skips_with_reasons_and_parses_the_option():
     assert sweep.parse("default, mypkg.t ,default") == [*sweep.DEFAULT_MODULES, "mypkg.t"]
     assert sweep.parse("") == []
     found = {d.name: d for d in sweep.discover("kornia.augmentation")}
-    assert found["AugmentationSequential"].reason.startswith("a container")
+    assert found["AugmentationSequential"].reason == ""  # swept with members of its own library
+    assert found["VideoSequential"].reason.startswith("a container of video frames")
     assert found["RandomAffine3D"].reason.startswith("3-D")
     assert found["RandomGamma"].reason == "" and found["RandomGamma"].op == "sweep_kornia_RandomGamma"

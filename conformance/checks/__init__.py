@@ -7,6 +7,7 @@
   reference       output against the independent float64 reference
   fidelity        lossy ops: PSNR against the input close to the reference's
   cross_device    an accelerator's output against the cpu's, failing on the side that diverges
+  batch           a batch's output is its samples' outputs one by one (ops that promise it)
   unmoved         a module left on the cpu keeps its promise with a device input
   sampling        a random module's own sampler on the target
   constant_upload constants copied to the device on every call (a warning)

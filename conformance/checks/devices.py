@@ -25,6 +25,7 @@ from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import to_float64
+from conformance.spec.sampled import leaves
 
 HOST_DATA = (
     "image-sized data made on the host inside the call and uploaded (noise or a mask drawn with the cpu generator, "
@@ -147,11 +148,12 @@ def check_unmoved(ctx: CaseContext) -> CheckOutcome | None:
     )
 
 
-def _compare_sample(ctx: CaseContext, params: dict[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
-    """What can be compared between the target's own sample and the cpu's: keys, shapes, dtypes, declared ranges.
-    Values differ by design (each device has its own generator)."""
+def _compare_sample(ctx: CaseContext, sampled: Any) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """What can be compared between the target's own sample and the cpu's: keys, shapes, dtypes, declared ranges
+    (of every leaf, by its path in a container's nested parameters).  Values differ by design (each device has its
+    own generator)."""
     problems, devices = [], {}
-    reference = ctx.sampled or {}
+    params, reference = leaves(sampled), leaves(ctx.sampled or {})
     if set(params) != set(reference):
         problems.append(
             ("parameters differ", f"its sampler returns keys {sorted(params)}, on the cpu {sorted(reference)}")

@@ -63,15 +63,22 @@ def leaves(*values: Any) -> list[Any]:
 
 
 def map_leaves(function: Any, value: Any) -> Any:
-    """`value` with `function` applied to each leaf (plain tuples, lists and dicts rebuilt; any other tuple
-    subclass, such as a structseq, rebuilt by its type)."""
+    """`value` with `function` applied to each leaf (plain tuples, lists and dicts rebuilt; a structseq or a
+    NamedTuple rebuilt by its type)."""
     kind = type(value)
     if kind is tuple or kind is list:
-        return kind([map_leaves(function, v) if type(v) in _NODES else function(v) for v in value])
+        return kind(
+            [map_leaves(function, v) if type(v) in _NODES or isinstance(v, tuple) else function(v) for v in value]
+        )
     if kind is dict:
-        return {k: map_leaves(function, v) if type(v) in _NODES else function(v) for k, v in value.items()}
+        return {
+            k: map_leaves(function, v) if type(v) in _NODES or isinstance(v, tuple) else function(v)
+            for k, v in value.items()
+        }
     if isinstance(value, tuple) and hasattr(kind, "n_fields"):  # torch.return_types: a structseq
         return kind([map_leaves(function, v) for v in value])
+    if isinstance(value, tuple) and hasattr(kind, "_fields"):  # a NamedTuple (kornia's ParamItem)
+        return kind(*[map_leaves(function, v) for v in value])
     return function(value)
 
 

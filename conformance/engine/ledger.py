@@ -149,8 +149,8 @@ def verdict(state: ItemState, staleness: ki.Staleness) -> ItemEnd:
         return ItemEnd(xfail="; ".join(f"known issue {i.id}: {i.reason} ({i.link})" for i in hit), warnings=shown)
     if state.examples and not state.checked:
         return ItemEnd(
-            skip=f"the {state.check} check applied to none of the {state.examples} cases (the op "
-            f"raised in each: see the item of the check that failed)",
+            skip=f"the {state.check} check applied to none of the {state.examples} cases (the op raised in "
+            f"each: see the item of the check that failed; or none had what it compares, e.g. a batch of two)",
             warnings=shown,
         )
     return ItemEnd(warnings=shown)

@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from conformance.spec.opspec import ModuleOp, OpSpec
 from conformance.spec.recipes import CONTENTS
 from conformance.spec.strategies import image_recipes
+from conformance.spec.sweep_tables import ARGUMENTS, CONTAINERS, SKIPS, UNBATCHED
 from conformance.spec.tolerances import Rule, Tolerance
 
 DEFAULT_MODULES = ("kornia.augmentation", "torchvision.transforms.v2")
@@ -43,91 +44,6 @@ MODES = ("p1", "default")
 # 100 a variant, as the ci profile draws for the specs, cost 219 s for 3,294 items, 10 cost about 40 s.
 EXAMPLES = 10
 
-# Constructor arguments for classes that have no defaults for them (documented examples where there are).
-ARGUMENTS: dict[str, dict[str, Any]] = {
-    "kornia.augmentation.CenterCrop": {"size": 8},
-    "kornia.augmentation.RandomCrop": {"size": (8, 8)},
-    "kornia.augmentation.RandomResizedCrop": {"size": (8, 8)},
-    "kornia.augmentation.Resize": {"size": (8, 8)},
-    "kornia.augmentation.LongestMaxSize": {"max_size": 8},
-    "kornia.augmentation.SmallestMaxSize": {"max_size": 8},
-    "kornia.augmentation.PadTo": {"size": (40, 40)},
-    "kornia.augmentation.Normalize": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
-    "kornia.augmentation.Denormalize": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
-    "kornia.augmentation.RandomAffine": {"degrees": 15.0},
-    "kornia.augmentation.RandomRotation": {"degrees": 15.0},
-    "kornia.augmentation.RandomShear": {"shear": 10.0},
-    "kornia.augmentation.RandomTranslate": {"translate_x": (-0.1, 0.1), "translate_y": (-0.1, 0.1)},
-    "kornia.augmentation.RandomMotionBlur": {"kernel_size": 3, "angle": 15.0, "direction": 0.5},
-    "kornia.augmentation.RandomGaussianBlur": {"kernel_size": (3, 3), "sigma": (0.1, 2.0)},
-    "kornia.augmentation.RandomRotation90": {"times": (0, 3)},
-    # kornia's docstring example
-    "kornia.augmentation.RandomFisheye": {
-        "center_x": torch.tensor([-0.3, 0.3]),
-        "center_y": torch.tensor([-0.3, 0.3]),
-        "gamma": torch.tensor([0.9, 1.0]),
-    },
-    "torchvision.transforms.v2.CenterCrop": {"size": 8},
-    "torchvision.transforms.v2.RandomCrop": {"size": 8},
-    "torchvision.transforms.v2.RandomResizedCrop": {"size": 8},
-    "torchvision.transforms.v2.Resize": {"size": 8},
-    "torchvision.transforms.v2.FiveCrop": {"size": 8},
-    "torchvision.transforms.v2.TenCrop": {"size": 8},
-    "torchvision.transforms.v2.Pad": {"padding": 2},
-    "torchvision.transforms.v2.Normalize": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
-    "torchvision.transforms.v2.RandomRotation": {"degrees": 15.0},
-    "torchvision.transforms.v2.RandomAffine": {"degrees": 15.0},
-    "torchvision.transforms.v2.ColorJitter": {"brightness": 0.5, "contrast": 0.5, "saturation": 0.5, "hue": 0.1},
-    "torchvision.transforms.v2.RandomPosterize": {"bits": 4},
-    "torchvision.transforms.v2.RandomSolarize": {"threshold": 0.5},
-    "torchvision.transforms.v2.RandomAdjustSharpness": {"sharpness_factor": 2.0},
-    "torchvision.transforms.v2.GaussianBlur": {"kernel_size": 3},
-    "torchvision.transforms.v2.ScaleJitter": {"target_size": (64, 64)},  # smaller ones can round to 0 pixels
-    "torchvision.transforms.v2.RandomShortestSize": {"min_size": 8},
-    "torchvision.transforms.v2.RandomZoomOut": {"side_range": (1.0, 2.0)},
-    "torchvision.transforms.v2.RandomResize": {"min_size": 8, "max_size": 16},
-}
-
-# Why a class is not swept, by name pattern (first match).
-SKIPS: tuple[tuple[Callable[[str], bool], str], ...] = (
-    (lambda n: "Base" in n or n.startswith("_") or n == "Transform", "an abstract base class"),
-    (lambda n: n.endswith("3D"), "3-D (volumes): the sweep draws images"),
-    (
-        lambda n: (
-            n.endswith(("Sequential", "Dispather", "Dispatcher"))
-            or n in ("Compose", "RandomApply", "RandomChoice", "RandomOrder")
-        ),
-        "a container: it runs the transforms it is given",
-    ),
-    (
-        lambda n: (
-            n in ("RandomMixUpV2", "RandomCutMixV2", "RandomMosaic", "RandomTransplantation", "PatchMix")
-            or n in ("MixUp", "CutMix", "SanitizeBoundingBoxes", "ClampBoundingBoxes", "ClampKeyPoints")
-            or n in ("SanitizeKeyPoints", "SetClampingMode", "RandomIoUCrop")
-        ),
-        "mixes samples or needs labels, boxes or masks beside the image",
-    ),
-    (
-        lambda n: (
-            n in ("ToImage", "ToPILImage", "PILToTensor", "ToPureTensor", "ToTensor", "ConvertBoundingBoxFormat")
-            or n
-            in (
-                "Lambda",
-                "LinearTransformation",
-                "Identity",
-                "ToDtype",
-                "ConvertImageDtype",
-                "UniformTemporalSubsample",
-            )
-        ),
-        "a conversion, a wrapper or a user-supplied function: nothing of its own to sweep",
-    ),
-    (
-        lambda n: n in ("JPEG", "RandomJPEG"),
-        "JPEG needs uint8 (torchvision) or a codec (covered by cases/test_jpeg.py)",
-    ),
-    (lambda n: n in ("FiveCrop", "TenCrop"), "returns a tuple of crops, not an image"),
-)
 # Augmentations document images in [0, 1]; out-of-range floats are a spec's business (equalize indexes a
 # 256-bin histogram with them and raises), not a device question.
 IN_RANGE = [c for c in CONTENTS if c != "out_of_range"]
@@ -143,6 +59,22 @@ CROSS_DEVICE = Rule(
     ),
     check="cross_device",
 )
+BATCH = Rule(
+    Tolerance(
+        "sweep-batch",
+        atol=1e-4,
+        rtol=1e-4,
+        reason="one sample alone and in a batch, with the same parameters on the same device: a kernel may sum "
+        "in another order for another batch size; another sample's parameters or pixels differ by far more",
+    ),
+    check="batch",
+)
+# Why the samples of a batch are transformed one by one, by library (the `batch` check holds them to it); a
+# user's module promises it through kornia's interface (per-sample parameters), else it has no batch items.
+BATCHED = {
+    "kornia": "kornia draws one row of parameters per sample (same_on_batch=False) and applies each to its sample",
+    "torchvision": "torchvision v2 draws one set of parameters per call and applies it to every image of a batch",
+}
 
 
 @dataclass(frozen=True)
@@ -183,7 +115,8 @@ def discover(module_name: str) -> list[Discovered]:
     for name, value in sorted(vars(module).items()):
         if name.startswith("_") or not inspect.isclass(value) or not issubclass(value, torch.nn.Module):
             continue
-        reason = next((why for matches, why in SKIPS if matches(name)), "")
+        container = f"{module_name}.{name}" in CONTAINERS
+        reason = "" if container else next((why for matches, why in SKIPS if matches(name)), "")
         if not reason and inspect.isabstract(value):
             reason = "an abstract base class"
         found.append(Discovered(module_name, name, value, reason or _unbuildable(module_name, name, value)))
@@ -194,7 +127,7 @@ def _unbuildable(module_name: str, name: str, cls: type) -> str:
     """Why the class cannot be built here with its table's arguments (an optional dependency missing, an
     argument the table lacks), or ""."""
     try:
-        cls(**ARGUMENTS.get(f"{module_name}.{name}", {}))
+        _build(Discovered(module_name, name, cls))({})
     except ImportError as exc:
         return f"an optional dependency is not installed ({str(exc).splitlines()[0][:120]})"
     except Exception as exc:  # noqa: BLE001 - any constructor failure is a reason to skip, with its text
@@ -202,19 +135,25 @@ def _unbuildable(module_name: str, name: str, cls: type) -> str:
     return ""
 
 
-def _accepts_p(cls: type) -> bool:
+def _accepts_p(found: Discovered) -> bool:
+    """Whether the class takes `p` (a container: whether its members do, and they all take it here)."""
+    if found.qualified in CONTAINERS:
+        return True
     try:
-        return "p" in inspect.signature(cls).parameters
+        return "p" in inspect.signature(found.cls).parameters  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return False
 
 
 def _build(found: Discovered) -> Callable[[dict[str, Any]], torch.nn.Module]:
     fixed = ARGUMENTS.get(found.qualified, {})
+    container = CONTAINERS.get(found.qualified)
     cls = found.cls
     assert cls is not None
 
     def build(params: dict[str, Any]) -> torch.nn.Module:
+        if container is not None:
+            return container(cls, params.get("p"))
         return cls(**fixed, **params)
 
     return build
@@ -228,8 +167,11 @@ def _kornia_sample(module: torch.nn.Module, image: torch.Tensor, params: dict[st
 def spec_of(found: Discovered) -> OpSpec:
     """The sweep's OpSpec of one discovered class (no reference: only the reference-free checks)."""
     assert found.cls is not None and not found.reason
-    kornia = found.module.startswith("kornia")
-    with_p = _accepts_p(found.cls)
+    # kornia's interface (its own classes, or a user's subclasses): parameters drawn apart and replayed
+    kornia = callable(getattr(found.cls, "forward_parameters", None))
+    with_p = _accepts_p(found)
+    device_random = not kornia and found.name in DEVICE_RANDOM
+    library = "kornia" if kornia else found.module.split(".")[0]  # whose batch promise applies (none: a user's)
     return OpSpec(
         name=found.op,
         description=f"{found.qualified} swept with {'p=1 and ' if with_p else ''}its documented defaults",
@@ -247,14 +189,14 @@ def spec_of(found: Discovered) -> OpSpec:
             side_multiple=SIDE,
             contents=IN_RANGE,
         ),
-        tolerances=[CROSS_DEVICE],
+        tolerances=[CROSS_DEVICE, BATCH],
         keeps_memory_format=False,  # neither library promises it for its augmentations
         needs=(found.qualified,),
         max_examples=EXAMPLES,
         cpu_paths=False,  # what it checks is placement and module state, not the cpu's kernels
-        not_comparable=""
-        if kornia or found.name not in DEVICE_RANDOM
-        else "draws its noise with the device's generator",
+        not_comparable="draws its noise with the device's generator" if device_random else "",
+        # noise drawn per call for the whole input: alone, a sample draws other noise
+        batched="" if device_random or found.qualified in UNBATCHED else BATCHED.get(library, ""),
     )
 
 

@@ -1,0 +1,108 @@
+"""The `batch` check: a batch's output is its samples' outputs one by one.
+
+Augmentations promise that each sample of a batch is transformed on its own (kornia: with its own row of
+the drawn parameters; torchvision: with the one set drawn for the call).  A kernel that lets samples bleed
+into each other, a parameter applied to the wrong sample or a batch-size-dependent branch breaks it, on one
+device or on all.  Each sample is run alone on the same target, with its share of the cpu-drawn parameters
+(conformance.spec.sampled) or, for a module that draws its own, with the same seed, and compared with its
+slice of the batch's output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from conformance.checks.context import CaseContext
+from conformance.checks.registry import Check, CheckOutcome, compare_check, register, valid_inputs
+from conformance.devices.calls import run_op, sample_params
+from conformance.devices.targets import Target
+from conformance.devices.virtual.tensor import host_tensor
+from conformance.spec.opspec import OpSpec
+from conformance.spec.recipes import to_float64
+from conformance.spec.sampled import NotSliceable, per_sample
+
+
+@dataclass
+class _Probe:
+    """The sampler's parameters for one sample more than the case's batch (same seed), shared by every target."""
+
+    value: Any
+    nbytes: int = 4096
+
+
+def _probe(ctx: CaseContext, batch: int) -> Any:
+    def compute() -> _Probe:
+        shape = (batch + 1, *ctx.source.dense.shape[1:])
+        return _Probe(sample_params(ctx.spec, torch.zeros(shape), ctx.case))
+
+    return ctx.inputs.derived("batch_probe", compute).value
+
+
+def check_batch(ctx: CaseContext) -> CheckOutcome | None:
+    batch = ctx.case.recipe.batch
+    if len(batch) != 1 or batch[0] < 2 or ctx.output64 is None:
+        return None  # one sample, or the op raised (the error check's): nothing to split
+    size = batch[0]
+    whole = ctx.output64
+    if whole.shape[:1] != (size,):
+        return CheckOutcome("batch", False, f"a batch of {size} gave {whole.shape[0]} outputs", cause="batch size")
+    tolerance = ctx.tolerance("batch")
+    worst: CheckOutcome | None = None
+    for index in range(size):
+        try:
+            sampled = None if ctx.sampled is None else per_sample(ctx.sampled, _probe(ctx, size), index, size)
+        except NotSliceable:
+            return None  # whose parameters are whose cannot be told: nothing to compare
+        alone = ctx.source.on(ctx.target)[index : index + 1]
+        run = run_op(ctx.spec, alone, ctx.case, ctx.target, sampled, timeout_s=ctx.timeout_s)
+        if run.not_emulatable is not None or run.resource is not None:
+            return None
+        if run.error is not None:
+            return CheckOutcome(
+                "batch",
+                False,
+                f"sample {index} alone raises {run.error}",
+                traceback=run.error_text,
+                cause="raises alone",
+            )
+        found = compare_check(
+            "batch",
+            to_float64(host_tensor(run.output)),
+            whole[index : index + 1],
+            tolerance,
+            ctx.output_dtype,
+            f"sample {index} in the batch",
+        )
+        if not found.passed:
+            found.message = f"sample {index} of {size} alone " + found.message
+        if worst is None or _worse(found, worst):
+            worst = found
+    return worst
+
+
+def _worse(found: CheckOutcome, than: CheckOutcome) -> bool:
+    if found.passed != than.passed:
+        return not found.passed
+    mine, theirs = found.metrics, than.metrics
+    return mine is not None and (theirs is None or np.nan_to_num(mine.max_abs) > np.nan_to_num(theirs.max_abs))
+
+
+def _promised(spec: OpSpec, target: Target, mode: str) -> bool:
+    return bool(spec.batched) and valid_inputs(spec, target, mode)
+
+
+register(
+    Check(
+        "batch",
+        65,
+        "samples alone",
+        "a batch's output differs from its samples' outputs one by one (each with its share of the parameters)",
+        _promised,
+        check_batch,
+        judges_values=True,
+    )
+)

@@ -1,0 +1,117 @@
+"""A random module's sampled parameters as data: named leaves, and one sample's share of a batch's.
+
+kornia returns a dict of tensors per augmentation and, for a container, a list of `ParamItem(name, data)`
+whose data is such a dict or a nested list.  Which leaves hold one row per sample is not written anywhere,
+and guessing from the leading size is wrong when a shared leaf happens to have as many rows as the batch
+(ColorJiggle's `order` has 4).  `per_sample` therefore asks the sampler itself: the same seed with a batch
+one larger, and a leaf is per sample when its leading size grew with the batch.  Augmentations that draw
+only for the samples they apply to (older kornia) are sliced by the sample's rank among the applied ones, and
+a leaf that numbers the rows (sample or patch positions) is renumbered (alone, a sample's rows come first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+PROBABILITY = "batch_prob"  # kornia: which samples an augmentation applies to (> 0.5)
+INPUT_SHAPE = "forward_input_shape"  # kornia: the input's shape, read by geometric inverses and crops
+
+
+class NotSliceable(ValueError):
+    """The parameters' structure changed with the batch size: no sample's share can be named."""
+
+
+def _children(value: Any) -> Iterator[tuple[str, Any]] | None:
+    if isinstance(value, dict):
+        return ((str(k), v) for k, v in value.items())
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a NamedTuple such as kornia's ParamItem
+        return zip(type(value)._fields, value, strict=True)
+    if isinstance(value, (list, tuple)):
+        return ((str(i), v) for i, v in enumerate(value))
+    return None
+
+
+def leaves(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Every leaf by its path ("ColorJiggle_0.data.brightness_factor", "angle"), for comparing two samples."""
+    children = _children(value)
+    if children is None:
+        return {prefix: value}
+    found: dict[str, Any] = {}
+    for name, child in children:
+        found.update(leaves(child, f"{prefix}.{name}" if prefix else name))
+    return found
+
+
+def _integers(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(type(v) is int for v in value)
+
+
+def _rebuild(value: Any, parts: list[Any]) -> Any:
+    if isinstance(value, dict):
+        return dict(zip(value, parts, strict=True))
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return type(value)(*parts)
+    return type(value)(parts)
+
+
+def per_sample(sampled: Any, probe: Any, index: int, batch: int) -> Any:
+    """Sample `index`'s share of parameters drawn for `batch` samples; `probe`: the same sampler, same seed,
+    for `batch + 1` samples (a leaf whose leading size grew is per sample; the rest is shared)."""
+    return _slice(sampled, probe, index, batch, None)
+
+
+def _slice(value: Any, probe: Any, index: int, batch: int, applied: torch.Tensor | None) -> Any:
+    if _integers(value) and _integers(probe):  # a list of positions (PatchSequential's patch indices)
+        sliced = _leaf(torch.tensor(value), torch.tensor(probe), index, batch, None)
+        return sliced.tolist() if isinstance(sliced, torch.Tensor) else value
+    children = _children(value)
+    if children is None:
+        return _leaf(value, probe, index, batch, applied)
+    probed = dict(_children(probe) or ())
+    names = [name for name, _ in _children(value) or ()]
+    if type(probe) is not type(value) or list(probed) != names:
+        raise NotSliceable(f"the parameters' structure changes with the batch size ({names} against {list(probed)})")
+    if isinstance(value, dict) and isinstance(value.get(PROBABILITY), torch.Tensor):
+        applied = value[PROBABILITY].reshape(-1) > 0.5
+    return _rebuild(value, [_slice(child, probed[name], index, batch, applied) for name, child in children])
+
+
+def _grows(before: int, after: int, batch: int) -> int:
+    """Rows per sample when `before` rows for `batch` samples became `after` for one more (0: not per sample)."""
+    per = before // batch if before % batch == 0 else 0
+    return per if per and after == per * (batch + 1) else 0
+
+
+def _leaf(value: Any, probe: Any, index: int, batch: int, applied: torch.Tensor | None) -> Any:
+    if not isinstance(value, torch.Tensor) or not isinstance(probe, torch.Tensor) or value.dim() == 0:
+        return value
+    if probe.dim() == 1 and value.dim() == 1 and value.numel() == probe.numel() > 1 and not value.is_floating_point():
+        per = _grows(int(value[0]), int(probe[0]), batch)
+        if per and bool((value[1:] == probe[1:]).all()):  # the input's shape (kornia's forward_input_shape)
+            shape = value.clone()
+            shape[0] = per
+            return shape
+    if probe.dim() == 0 or probe.shape[0] == value.shape[0]:
+        return value  # shared by the batch
+    per = _grows(value.shape[0], probe.shape[0], batch)
+    if per:  # a row per sample, or a block of rows per sample (PatchSequential: one per patch)
+        if _numbers_rows(value) and _numbers_rows(probe):  # positions in the batch (RandomChannelDropout's batch_idx)
+            return value[:per]  # alone, the sample's rows are the first
+        return value[index * per : (index + 1) * per]
+    if applied is not None and value.shape[0] == int(applied.sum()):  # drawn for the applied samples only
+        if not bool(applied[index]):
+            return value[:0]
+        rank = int(applied[:index].sum())
+        return value[rank : rank + 1]
+    raise NotSliceable(f"a leaf of {value.shape[0]} rows in a batch of {batch} grows with the batch")
+
+
+def _numbers_rows(value: torch.Tensor) -> bool:
+    """Whether an integer leaf holds each row's position in the batch (0, 1, ...)."""
+    if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+        return False
+    rows = torch.arange(value.shape[0], device=value.device).view(-1, *([1] * (value.dim() - 1)))
+    return bool((value == rows).all())

@@ -1,0 +1,64 @@
+"""One sample's share of a batch's sampled parameters (conformance.spec.sampled), found by probing the sampler
+with one sample more: per-sample rows, shared leaves, the input's shape, positions, blocks per sample, and
+parameters drawn only for the applied samples."""
+
+from typing import NamedTuple
+
+import pytest
+import torch
+
+from conformance.spec.sampled import NotSliceable, leaves, per_sample
+
+
+class Item(NamedTuple):  # the shape of kornia's ParamItem
+    name: str
+    data: dict
+
+
+def _params(batch: int) -> dict:
+    return {
+        "angle": torch.arange(batch, dtype=torch.float32) * 10 + 1,
+        "order": torch.tensor([3, 1, 0, 2]),  # shared, whatever the batch
+        "batch_idx": torch.arange(batch).view(-1, 1),  # positions in the batch
+        "batch_prob": torch.ones(batch),
+        "forward_input_shape": torch.tensor([batch, 3, 8, 8]),
+    }
+
+
+def test_a_dict_is_sliced_per_sample_and_shared_leaves_stay():
+    one = per_sample(_params(3), _params(4), 2, 3)
+    assert one["angle"].tolist() == [21.0]
+    assert one["order"].tolist() == [3, 1, 0, 2]  # 4 rows, like a batch of 4 would have: the probe tells
+    assert one["batch_idx"].tolist() == [[0]]
+    assert one["forward_input_shape"].tolist() == [1, 3, 8, 8]
+
+
+def test_a_container_list_of_named_items_keeps_its_types():
+    batch, probe = (
+        [Item("a", _params(2)), Item("b", {"gain": torch.tensor([0.5, 0.75])})],
+        [Item("a", _params(3)), Item("b", {"gain": torch.tensor([0.5, 0.75, 0.9])})],
+    )
+    one = per_sample(batch, probe, 1, 2)
+    assert isinstance(one[1], Item) and one[1].name == "b" and one[1].data["gain"].tolist() == [0.75]
+    assert set(leaves(one)) >= {"0.name", "0.data.angle", "1.data.gain"}
+
+
+def test_blocks_of_rows_per_sample_and_patch_indices():
+    batch = {"gain": torch.arange(8.0), "indices": list(range(8)), "forward_input_shape": torch.tensor([8, 3, 4, 4])}
+    probe = {"gain": torch.arange(12.0), "indices": list(range(12)), "forward_input_shape": torch.tensor([12, 3, 4, 4])}
+    one = per_sample(batch, probe, 1, 2)
+    assert one["gain"].tolist() == [4.0, 5.0, 6.0, 7.0]
+    assert one["indices"] == [0, 1, 2, 3]
+    assert one["forward_input_shape"].tolist() == [4, 3, 4, 4]
+
+
+def test_parameters_drawn_for_the_applied_samples_only():
+    batch = {"batch_prob": torch.tensor([1.0, 0.0, 1.0]), "angle": torch.tensor([5.0, 7.0])}
+    probe = {"batch_prob": torch.tensor([1.0, 1.0, 0.0, 1.0]), "angle": torch.tensor([5.0, 6.0, 7.0])}
+    assert per_sample(batch, probe, 2, 3)["angle"].tolist() == [7.0]
+    assert per_sample(batch, probe, 1, 3)["angle"].numel() == 0
+
+
+def test_a_structure_that_changes_with_the_batch_cannot_be_sliced():
+    with pytest.raises(NotSliceable):
+        per_sample([Item("a", {})], [Item("a", {}), Item("b", {})], 0, 2)
