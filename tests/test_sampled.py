@@ -57,6 +57,8 @@ def test_parameters_drawn_for_the_applied_samples_only():
     probe = {"batch_prob": torch.tensor([1.0, 1.0, 0.0, 1.0]), "angle": torch.tensor([5.0, 6.0, 7.0])}
     assert per_sample(batch, probe, 2, 3)["angle"].tolist() == [7.0]
     assert per_sample(batch, probe, 1, 3)["angle"].numel() == 0
+    probe = {"batch_prob": torch.tensor([1.0, 0.0, 0.0, 1.0]), "angle": torch.tensor([5.0, 6.0])}  # as many applied
+    assert per_sample(batch, probe, 2, 3)["angle"].tolist() == [7.0]
 
 
 def test_a_structure_that_changes_with_the_batch_cannot_be_sliced():

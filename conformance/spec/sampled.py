@@ -63,7 +63,10 @@ def per_sample(sampled: Any, probe: Any, index: int, batch: int) -> Any:
     return _slice(sampled, probe, index, batch, None)
 
 
-def _slice(value: Any, probe: Any, index: int, batch: int, applied: torch.Tensor | None) -> Any:
+Applied = tuple[torch.Tensor, int] | None  # which samples a kornia augmentation applies to, and how many in the probe
+
+
+def _slice(value: Any, probe: Any, index: int, batch: int, applied: Applied) -> Any:
     if _integers(value) and _integers(probe):  # a list of positions (PatchSequential's patch indices)
         sliced = _leaf(torch.tensor(value), torch.tensor(probe), index, batch, None)
         return sliced.tolist() if isinstance(sliced, torch.Tensor) else value
@@ -75,7 +78,7 @@ def _slice(value: Any, probe: Any, index: int, batch: int, applied: torch.Tensor
     if type(probe) is not type(value) or list(probed) != names:
         raise NotSliceable(f"the parameters' structure changes with the batch size ({names} against {list(probed)})")
     if isinstance(value, dict) and isinstance(value.get(PROBABILITY), torch.Tensor):
-        applied = value[PROBABILITY].reshape(-1) > 0.5
+        applied = (value[PROBABILITY].reshape(-1) > 0.5, int((probed[PROBABILITY].reshape(-1) > 0.5).sum()))
     return _rebuild(value, [_slice(child, probed[name], index, batch, applied) for name, child in children])
 
 
@@ -85,7 +88,7 @@ def _grows(before: int, after: int, batch: int) -> int:
     return per if per and after == per * (batch + 1) else 0
 
 
-def _leaf(value: Any, probe: Any, index: int, batch: int, applied: torch.Tensor | None) -> Any:
+def _leaf(value: Any, probe: Any, index: int, batch: int, applied: Applied) -> Any:
     if not isinstance(value, torch.Tensor) or not isinstance(probe, torch.Tensor) or value.dim() == 0:
         return value
     if probe.dim() == 1 and value.dim() == 1 and value.numel() == probe.numel() > 1 and not value.is_floating_point():
@@ -94,18 +97,21 @@ def _leaf(value: Any, probe: Any, index: int, batch: int, applied: torch.Tensor 
             shape = value.clone()
             shape[0] = per
             return shape
-    if probe.dim() == 0 or probe.shape[0] == value.shape[0]:
-        return value  # shared by the batch
+    if probe.dim() == 0:
+        return value
     per = _grows(value.shape[0], probe.shape[0], batch)
     if per:  # a row per sample, or a block of rows per sample (PatchSequential: one per patch)
         if _numbers_rows(value) and _numbers_rows(probe):  # positions in the batch (RandomChannelDropout's batch_idx)
             return value[:per]  # alone, the sample's rows are the first
         return value[index * per : (index + 1) * per]
-    if applied is not None and value.shape[0] == int(applied.sum()):  # drawn for the applied samples only
-        if not bool(applied[index]):
-            return value[:0]
-        rank = int(applied[:index].sum())
-        return value[rank : rank + 1]
+    if applied is not None:  # drawn for the applied samples only (kornia before 0.9): a row per applied sample
+        mask, in_probe = applied
+        if value.shape[0] == int(mask.sum()) and probe.shape[0] == in_probe:
+            if not bool(mask[index]):
+                return value[:0]
+            return value[:1] if _numbers_rows(value) else value[int(mask[:index].sum()) :][:1]
+    if probe.shape[0] == value.shape[0]:
+        return value  # shared by the batch
     raise NotSliceable(f"a leaf of {value.shape[0]} rows in a batch of {batch} grows with the batch")
 
 
