@@ -28,7 +28,7 @@ def _children(value: Any) -> Iterator[tuple[str, Any]] | None:
     if isinstance(value, dict):
         return ((str(k), v) for k, v in value.items())
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a NamedTuple such as kornia's ParamItem
-        return zip(type(value)._fields, value, strict=True)
+        return zip(getattr(type(value), "_fields"), value, strict=True)  # noqa: B009 - a NamedTuple's field names
     if isinstance(value, (list, tuple)):
         return ((str(i), v) for i, v in enumerate(value))
     return None
