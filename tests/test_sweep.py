@@ -1,6 +1,8 @@
 """The device sweep: transforms discovered in a module, checked without a reference; each planted device bug
 fails on the device for the right reason, the cpu and a correct transform pass."""
 
+import re
+
 import pytest
 
 PLANTED = '''
@@ -116,7 +118,7 @@ def test_each_planted_device_bug_fails_on_the_device_for_its_reason(project):
     assert "image-sized data made on the host inside the call and uploaded" in out  # CpuGenerator's mask
     assert "Expected all tensors to be on the same device" in out  # NoiseOnCpu mixes devices
     assert "input mutated" in out
-    assert "sample 1 of 2 alone vs sample 1 in the batch" in out or "sample 1 of 3 alone" in out
+    assert re.search(r"sample (\d) of \d alone vs sample \1 in the batch", out)
     assert "sweep of planted_transforms: 10 classes found, 8 swept, 2 skipped (1 a container with no members" in out
 
 

@@ -66,12 +66,13 @@ def culprit(tensor: torch.Tensor, log: PlacementLog | None) -> str | None:
 def check_devices(func, args: tuple, inputs: list[Any], log: PlacementLog | None) -> torch.device | None:
     """The one non-cpu device of the op's tensors (`inputs`: the leaves of its arguments), or None; raise if two
     devices mix."""
-    tensors = [leaf for leaf in inputs if isinstance(leaf, torch.Tensor)]
+    allowed: set[int] = set()
     if id(func) in INDEX_OP_IDS:  # CPU index tensors are allowed with any indexed tensor
         allowed = {id(t) for t in leaves(args[1:2]) if isinstance(t, torch.Tensor) and t.device.type == "cpu"}
-        tensors = [t for t in tensors if id(t) not in allowed]
     found: dict[torch.device, torch.Tensor] = {}
-    for tensor in tensors:
+    for tensor in inputs:  # one pass, no intermediate lists: this runs on every aten op of a virtual call
+        if not isinstance(tensor, torch.Tensor) or (allowed and id(tensor) in allowed):
+            continue
         device = tensor.device
         if device not in found and not (device.type == "cpu" and tensor.dim() == 0):
             found[device] = tensor

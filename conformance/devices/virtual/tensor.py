@@ -28,6 +28,7 @@ from conformance.devices.virtual.rules import (
 from conformance.devices.virtual.state import DeviceMixError, NotEmulatable, current_log, ensure_device_guard, state
 
 CPU = torch.device("cpu")
+_MAKE_WRAPPER_SUBCLASS = private("torch.Tensor._make_wrapper_subclass")  # looked up once: every op's result calls it
 
 
 class VirtualTensor(torch.Tensor):
@@ -38,7 +39,7 @@ class VirtualTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, inner: torch.Tensor, device: torch.device) -> VirtualTensor:
-        wrapper = private("torch.Tensor._make_wrapper_subclass")(
+        wrapper = _MAKE_WRAPPER_SUBCLASS(
             cls,
             inner.size(),
             strides=inner.stride(),
@@ -221,7 +222,7 @@ def dispatch(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> Any:
         device = args[0].device if isinstance(args[0], VirtualTensor) else None
     wrappers = {id(leaf._inner): leaf for leaf in inputs if isinstance(leaf, VirtualTensor)}
     inner_args = map_leaves(unwrap, args) if wrappers else args
-    inner_kwargs = map_leaves(unwrap, kwargs) if wrappers else kwargs
+    inner_kwargs = map_leaves(unwrap, kwargs) if wrappers and kwargs else kwargs
     try:
         result = func(*inner_args, **inner_kwargs)
     except NotImplementedError as exc:
