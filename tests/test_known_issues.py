@@ -150,3 +150,23 @@ def test_docs_links_point_at_existing_sections():
             headings = re.findall(r"^#+ (.+)$", (root / path).read_text(), flags=re.M)
             slugs = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
             assert anchor in slugs, f"{issue.id}: no section #{anchor} in {path}"
+
+
+def test_a_failure_of_two_causes_is_known_only_when_an_entry_covers_each(tmp_path):
+    """A known cause must not hide a new one in the same outcome (kornia 0.7.4's ImageSequential: an entry for
+    a tensor left behind had also absorbed an image copied to the host)."""
+    from conformance.checks.registry import failed
+    from conformance.engine.judgement import judge
+
+    entries = GOOD.replace('checks = ["cross_device"]', 'checks = ["placement"]').replace('match = "differ"', "")
+    entries = entries.replace("max_abs = 40\nmax_mismatch_fraction = 0.5\n", "")
+    left = entries.replace('id = "a"', 'id = "left"') + 'match = "left behind"\n'
+    copy = entries.replace('id = "a"', 'id = "copy"') + 'match = "image left the device"\n'
+    known_left, known_copy = load(write(tmp_path, left + copy))
+    features = {"channels": 3, "layout": "contiguous"}
+    two = failed("placement", [("left behind", "w left behind on cpu"), ("image copy", "the image left the device")])
+    assert judge(two, [known_left], features).verdict == "fail"
+    assert judge(two, [known_copy], features).verdict == "fail"
+    assert judge(two, [known_left, known_copy], features).verdict == "known_issue"
+    one = failed("placement", [("left behind", "w left behind on cpu"), ("left behind", "b left behind on cpu")])
+    assert judge(one, [known_left], features).verdict == "known_issue"

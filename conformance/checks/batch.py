@@ -3,9 +3,9 @@
 Augmentations promise that each sample of a batch is transformed on its own (kornia: with its own row of
 the drawn parameters; torchvision: with the one set drawn for the call).  A kernel that lets samples bleed
 into each other, a parameter applied to the wrong sample or a batch-size-dependent branch breaks it, on one
-device or on all.  Each sample is run alone on the same target, with its share of the cpu-drawn parameters
-(conformance.spec.sampled) or, for a module that draws its own, with the same seed, and compared with its
-slice of the batch's output.
+device or on all.  One sample of each case (which one, chosen by the case's seed) is run alone on the same
+target, with its share of the cpu-drawn parameters (conformance.spec.sampled) or, for a module that draws its
+own, with the same seed, and compared with its slice of the batch's output.
 """
 
 from __future__ import annotations

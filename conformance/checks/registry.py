@@ -39,6 +39,7 @@ class CheckOutcome:
     diverges: str | None = None  # cross_device: the side that diverges from the reference
     behaviour: str | None = None  # unmoved: what a module left on the cpu did with a device input
     warning: bool = False  # a lesser finding: reported (verdict "warning"), never fails the gate
+    parts: tuple[str, ...] = ()  # the message's problems, where several causes combine: a known issue must cover each
 
 
 @dataclass(frozen=True)
@@ -164,4 +165,7 @@ def failed(check: str, problems: list[tuple[str, str]], **fields: Any) -> CheckO
     if not problems:
         return CheckOutcome(check, True, **fields)
     causes = sorted({cause for cause, _ in problems})
-    return CheckOutcome(check, False, "; ".join(text for _, text in problems), cause="+".join(causes), **fields)
+    texts = tuple(text for _, text in problems)
+    return CheckOutcome(
+        check, False, "; ".join(texts), cause="+".join(causes), parts=texts if len(causes) > 1 else (), **fields
+    )

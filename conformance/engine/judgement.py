@@ -49,15 +49,28 @@ def judge(outcome: CheckOutcome, issues: list[KnownIssue], features: dict[str, o
         return Judgement("pass")
     if outcome.warning:
         return Judgement("warning")
+    first: KnownIssue | None = None
+    for part in outcome.parts or (outcome.message,):  # a failure of several causes: each must be a known one
+        found, outside = _covering(outcome, part, issues, features)
+        if found is None:
+            return Judgement("error" if outcome.check == "error" else "fail", outside=outside)
+        first = first or found
+    return Judgement("known_issue", first)
+
+
+def _covering(
+    outcome: CheckOutcome, message: str, issues: list[KnownIssue], features: dict[str, object]
+) -> tuple[KnownIssue | None, str]:
+    """The first entry that covers this message within its envelope, or why an entry in scope does not."""
     outside = ""
     for issue in issues:
-        if not issue.covers(outcome.check, outcome.message, features):
+        if not issue.covers(outcome.check, message, features):
             continue
         broken = issue.outside(outcome.metrics, outcome.details)
         if not broken:
-            return Judgement("known_issue", issue)
+            return issue, ""
         outside = outside or f"outside the envelope of known issue {issue.id}: {'; '.join(broken)} ({issue.link})"
-    return Judgement("error" if outcome.check == "error" else "fail", outside=outside)
+    return None, outside
 
 
 def failure_message(
