@@ -13,8 +13,10 @@
     the reference, and on accelerators with the cpu's output, in float64.  The library calls the
     checks make beyond that are made too: a module op is also called with its module left on the
     cpu (the `unmoved` promise) and a random module also samples and draws its own parameters on
-    the target (the `sampling` check).  ISA targets (`cpu:<level>`) run in one worker process per
-    level started with ATEN_CPU_CAPABILITY set, fed a window of cases ahead so that it computes
+    the target (the `sampling` check), and a transform that promises batch consistency is also called on one
+    sample of the batch alone with its share of the parameters (the `batch` check). ISA targets (`cpu:<level>`)
+    run in one worker process per level started with ATEN_CPU_CAPABILITY set, fed a window of cases ahead so
+    that it computes
     while this process works on the other targets.  Its process is timed the same way, imports
     included.  Nothing of the harness runs in it: no pytest, hypothesis, placement log,
     invariants, records, summary or report.
@@ -240,10 +242,12 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     import torch
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from conformance.devices.calls import sample_params
+    from conformance.devices.calls import on_target, sample_params
     from conformance.devices.targets import discover
+    from conformance.engine.options import SWEEP_ENV
     from conformance.spec.loading import load_specs
     from conformance.spec.recipes import Case, apply_layout, materialize, to_float64
+    from conformance.spec.sampled import NotSliceable, per_sample
 
     def seeded(seed: int):
         fork = torch.random.fork_rng(devices=[])
@@ -262,11 +266,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                     module = spec.module.build(dict(case.params))
                     if move:
                         module = target.put(module)
-                    params = (
-                        None
-                        if sampled is None or own_sampling
-                        else {k: target.put(v) if isinstance(v, torch.Tensor) else v for k, v in sampled.items()}
-                    )
+                    params = None if sampled is None or own_sampling else on_target(sampled, target)
                     output = spec.module.forward(module, image, dict(case.params), params)
                 target.synchronize()
             return spec.read_output(output) if spec.read_output is not None else output
@@ -292,6 +292,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         bound = tolerance.atol + tolerance.rtol * np.abs(expected)
         np.count_nonzero(np.abs(actual - expected) > bound)
 
+    os.environ.setdefault(SWEEP_ENV, "default")  # what the plugin sets for cases/test_sweep.py in a default run
     specs = {spec.name: spec for module in modules for spec in load_specs([ROOT / module])}
     targets = {t.name: t for t in discover()}
     work = json.loads(work_file.read_text())
@@ -315,10 +316,19 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         host = apply_layout(dense.clone(), case.recipe.layout)
         sampled = sample_params(spec, host, case) if spec.module is not None else None
         expected = None
-        if entry["mode"] not in spec.error_modes:
+        if entry["mode"] not in spec.error_modes and spec.reference is not None:  # a swept transform has none
             values = to_float64(host)
             ideal = spec.reference(values, case) if sampled is None else spec.reference(values, case, sampled)
             expected = np.clip(np.rint(ideal), 0, 255) if spec.output_dtype_of(case) == "uint8" else ideal
+        alone = None  # the batch check: one sample of the batch alone (chosen by the seed), with its parameters
+        batch = case.recipe.batch
+        if spec.batched and len(batch) == 1 and batch[0] >= 2 and entry["mode"] not in spec.error_modes:
+            index = case.recipe.seed % batch[0]
+            try:
+                probe = sample_params(spec, torch.zeros((batch[0] + 1, *dense.shape[1:])), case)
+                alone = (index, None if sampled is None else per_sample(sampled, probe, index, batch[0]))
+            except NotSliceable:
+                alone = None
         spent["input and reference"] += time.perf_counter() - began
         outputs: dict[str, Any] = {}
         for name in entry["targets"]:
@@ -339,8 +349,20 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                 if spec.module is not None and spec.module.sample is not None and valid:  # the own sampling
                     sample_there(spec, case, target, fresh())
                     call(spec, case, target, fresh(), sampled, own_sampling=True)
+                if alone is not None and outputs[name] is not None:
+                    index, share = alone
+                    single = call(spec, case, target, fresh()[index : index + 1], share)
+                    if isinstance(single, torch.Tensor):
+                        compare(
+                            to_float64(single.cpu()),
+                            outputs[name][index : index + 1],
+                            spec.tolerance("batch", case.recipe.dtype, entry["mode"], name),
+                        )
             if valid:
-                compare(outputs[name], expected, spec.tolerance("reference", case.recipe.dtype, entry["mode"], name))
+                if expected is not None:
+                    compare(
+                        outputs[name], expected, spec.tolerance("reference", case.recipe.dtype, entry["mode"], name)
+                    )
                 if name != "cpu" and "cpu" in outputs:
                     compare(
                         outputs[name],
