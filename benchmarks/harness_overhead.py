@@ -322,7 +322,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
             expected = np.clip(np.rint(ideal), 0, 255) if spec.output_dtype_of(case) == "uint8" else ideal
         alone = None  # the batch check: one sample of the batch alone (chosen by the seed), with its parameters
         batch = case.recipe.batch
-        if spec.batched and len(batch) == 1 and batch[0] >= 2 and entry["mode"] not in spec.error_modes:
+        if spec.batch_consistent and len(batch) == 1 and batch[0] >= 2 and entry["mode"] not in spec.error_modes:
             index = case.recipe.seed % batch[0]
             try:
                 probe = sample_params(spec, torch.zeros((batch[0] + 1, *dense.shape[1:])), case)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from conformance import Case, ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
+from conformance import Case, ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes, kornia_parameters
 from conformance.references import warp
 
 MODES = ("nearest", "bilinear")
@@ -61,10 +61,6 @@ def steps(low: float, high: float, step: float) -> st.SearchStrategy[float]:
     """Values from low to high on a grid of `step` (ranges print short, and shrink to round numbers)."""
     first, last = round(low / step), round(high / step)
     return st.integers(first, last).map(lambda n: round(n * step, 6))
-
-
-def sample(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any]) -> dict[str, torch.Tensor]:
-    return module.forward_parameters(image.shape)
 
 
 def features(case: Case) -> dict[str, Any]:
@@ -119,7 +115,7 @@ RANDOM_ROTATION = OpSpec(
     description="kornia.augmentation.RandomRotation(p=1) with replayed parameters",
     module=ModuleOp(
         build=build_rotation,
-        sample=sample,
+        sample=kornia_parameters,
         unmoved="works",
         bounds=lambda params: {"degrees": _range(params["degrees"])},
         features=sampled_features(rotation_inverses),
@@ -209,7 +205,7 @@ RANDOM_AFFINE = OpSpec(
     description="kornia.augmentation.RandomAffine(p=1) with replayed parameters",
     module=ModuleOp(
         build=build_affine,
-        sample=sample,
+        sample=kornia_parameters,
         unmoved="works",
         bounds=affine_bounds,
         features=sampled_features(affine_inverses),

@@ -51,6 +51,7 @@ from conformance import (
     batched,
     image_recipes,
     keywords,
+    kornia_parameters,
     per_host_image,
     pillow_image_op,
     versions,
@@ -350,12 +351,7 @@ def _build_random(params: dict[str, Any]) -> torch.nn.Module:
 RANDOM_GAUSSIAN_BLUR = OpSpec(
     name="random_gaussian_blur_kornia",
     description="kornia.augmentation.RandomGaussianBlur(p=1) with replayed parameters",
-    module=ModuleOp(
-        build=_build_random,
-        sample=lambda module, image, params: module.forward_parameters(image.shape),
-        bounds=sigma_bounds,
-        unmoved="works",
-    ),
+    module=ModuleOp(build=_build_random, sample=kornia_parameters, bounds=sigma_bounds, unmoved="works"),
     reference=random_blur_reference,
     dtypes=("float32",),
     modes=("default",),

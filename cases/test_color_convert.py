@@ -36,6 +36,7 @@ from conformance import (
     Rule,
     Tolerance,
     image_recipes,
+    kornia_parameters,
     per_host_image,
 )
 from conformance.references import color
@@ -264,10 +265,6 @@ def jitter_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
     return found | {"hue_factor": (f32(-s["hue"]), f32(s["hue"])), "order": (0.0, 3.0)}
 
 
-def sample(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any]) -> dict[str, torch.Tensor]:
-    return module.forward_parameters(image.shape)
-
-
 def _factors(sampled: dict[str, torch.Tensor], key: str) -> np.ndarray:
     return sampled[f"{key}_factor"].double().numpy()
 
@@ -327,7 +324,7 @@ def _jitter_spec(name: str, steps) -> OpSpec:
     return OpSpec(
         name=f"{name.lower()}_kornia",
         description=f"kornia.augmentation.{name}(p=1) with replayed parameters",
-        module=ModuleOp(build=_module(name), sample=sample, bounds=jitter_bounds, unmoved="works"),
+        module=ModuleOp(build=_module(name), sample=kornia_parameters, bounds=jitter_bounds, unmoved="works"),
         reference=partial(jitter_reference, steps),
         dtypes=("float32",),
         modes=("default",),
@@ -359,7 +356,7 @@ RANDOM_GRAYSCALE = OpSpec(
     description="kornia.augmentation.RandomGrayscale(p=1) with replayed parameters",
     module=ModuleOp(
         build=lambda params: _kornia_augmentation("RandomGrayscale")(p=1.0),
-        sample=sample,
+        sample=kornia_parameters,
         bounds=lambda params: {"batch_prob": (1.0, 1.0)},
         unmoved="works",
     ),

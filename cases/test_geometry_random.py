@@ -29,16 +29,13 @@ from conformance import (
     Tolerance,
     image_recipes,
     keywords,
+    kornia_parameters,
 )
 from conformance.references import geometry
 
 EXACT = [Rule(Tolerance("exact", reason="every output pixel is a copy of one input pixel or the fill value"))]
 RECIPES = partial(image_recipes, channels=(3, 1, 4), min_batch_dims=1, max_batch_dims=1, max_side=48)
 SELECTED = (1.0, 1.0)  # p=1: every image of the batch is selected
-
-
-def sample(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any]) -> dict[str, torch.Tensor]:
-    return module.forward_parameters(image.shape)
 
 
 def _selected(sampled: dict[str, torch.Tensor]) -> np.ndarray:
@@ -57,7 +54,9 @@ def _flip_spec(name: str, module: str, flip: Any) -> OpSpec:
     return OpSpec(
         name=name,
         description=f"kornia.augmentation.{module}(p=1) with replayed parameters",
-        module=ModuleOp(build=build, sample=sample, bounds=lambda params: {"batch_prob": SELECTED}, unmoved="works"),
+        module=ModuleOp(
+            build=build, sample=kornia_parameters, bounds=lambda params: {"batch_prob": SELECTED}, unmoved="works"
+        ),
         reference=reference,
         dtypes=("float32",),
         modes=("default",),
@@ -168,7 +167,7 @@ RANDOM_CROP_OPERATION = Operation(
     implementations=[
         Implementation(
             library=KORNIA,
-            module=ModuleOp(build=build_crop, sample=sample, bounds=crop_bounds, unmoved="works"),
+            module=ModuleOp(build=build_crop, sample=kornia_parameters, bounds=crop_bounds, unmoved="works"),
             defaults={"padding": None, "fill": 0.0},
             spec={"keeps_memory_format": False, "needs": ("kornia.augmentation.RandomCrop",)},
         )

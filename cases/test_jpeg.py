@@ -39,6 +39,7 @@ from conformance import (
     Tolerance,
     image_recipes,
     keywords,
+    kornia_parameters,
     versions,
 )
 
@@ -459,7 +460,7 @@ RANDOM_JPEG_KORNIA = _kornia_spec(
     False,
     module=ModuleOp(
         build=lambda params: _random_jpeg(params["quality"]),
-        sample=lambda module, image, params: module.forward_parameters(image.shape),
+        sample=kornia_parameters,
         bounds=lambda params: {"jpeg_quality": _quality_range(params["quality"])},
         unmoved="works",
     ),  # a parameter-free augmentation

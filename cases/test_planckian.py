@@ -18,7 +18,18 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from conformance import CONTENTS, Case, Gradient, ModuleOp, OpSpec, Rule, Tolerance, image_recipes, versions
+from conformance import (
+    CONTENTS,
+    Case,
+    Gradient,
+    ModuleOp,
+    OpSpec,
+    Rule,
+    Tolerance,
+    image_recipes,
+    kornia_parameters,
+    versions,
+)
 from conformance.references import planckian
 
 MODES = ("blackbody", "CIED")
@@ -52,14 +63,10 @@ def build(params: dict[str, Any]) -> torch.nn.Module:
     return kornia.augmentation.RandomPlanckianJitter(mode=params["mode"], p=1.0)
 
 
-def sample(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any]) -> dict[str, torch.Tensor]:
-    return module.forward_parameters(image.shape)
-
-
 PLANCKIAN = OpSpec(
     name="planckian_jitter_kornia",
     description="kornia.augmentation.RandomPlanckianJitter(p=1) with replayed parameters",
-    module=ModuleOp(build=build, sample=sample, bounds=row_bounds, unmoved="works"),
+    module=ModuleOp(build=build, sample=kornia_parameters, bounds=row_bounds, unmoved="works"),
     reference=planckian_reference,
     dtypes=("float32", "float64"),
     modes=MODES,

@@ -40,6 +40,7 @@ from conformance import (
     batched,
     image_recipes,
     keywords,
+    kornia_parameters,
     materialize,
     per_host_image,
     pillow_image_op,
@@ -316,10 +317,6 @@ for _operation_ in (POSTERIZE, SOLARIZE, EQUALIZE, AUTOCONTRAST):
 
 
 # -- kornia's random augmentations, parameters drawn once on the cpu and replayed ---------------------------
-def _sample(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any]) -> dict[str, torch.Tensor]:
-    return module.forward_parameters(image.shape)
-
-
 def _per_image(image: np.ndarray, values: torch.Tensor) -> list[tuple[np.ndarray, float]]:
     return list(zip(image, values.double().tolist(), strict=False))
 
@@ -408,7 +405,7 @@ def _random(name: str, cls: str, reference, params=no_params, bounds=None, conte
     return OpSpec(
         name=name,
         description=f"kornia.augmentation.{cls}(p=1) with replayed parameters",
-        module=ModuleOp(build=build or default_build, sample=_sample, bounds=bounds, unmoved="works"),
+        module=ModuleOp(build=build or default_build, sample=kornia_parameters, bounds=bounds, unmoved="works"),
         reference=reference,
         dtypes=("float32",),
         modes=("default",),

@@ -10,6 +10,8 @@ The public API for case modules (every name a case module needs, importable from
                   the libraries' names for Implementation(library=...)
   Tolerance, Rule tolerance policies with reasons, scoped by check/dtype/mode/target
   Gradient        an op's promise that it is differentiable, for OpSpec(gradient=...) or Operation(gradient=...)
+  kornia_parameters
+                  a kornia augmentation's sampler, for ModuleOp(sample=...): parameters drawn once, replayed
   Case, Recipe, CONTENTS, materialize, to_float64
                   cases and image recipes, and their pixels
   image_recipes, sides
@@ -33,6 +35,7 @@ _PUBLIC = {
     **dict.fromkeys(("ExpectedError", "ModuleOp", "OpSpec"), "conformance.spec.opspec"),
     "Operation": "conformance.spec.operations",
     "Gradient": "conformance.spec.gradients",
+    "kornia_parameters": "conformance.spec.sampled",
     **dict.fromkeys(("Implementation", "keywords", "OMIT"), "conformance.spec.implementations"),
     **dict.fromkeys(("TV2", "TV1", "TVIO", "KORNIA", "PILLOW", "OPENCV", "TORCHCODEC"), "conformance.spec.libraries"),
     **dict.fromkeys(("image_recipes", "sides"), "conformance.spec.strategies"),

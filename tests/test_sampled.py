@@ -7,7 +7,7 @@ from typing import NamedTuple
 import pytest
 import torch
 
-from conformance.spec.sampled import NotSliceable, leaves, per_sample
+from conformance.spec.sampled import NotSliceable, named_leaves, per_sample
 
 
 class Item(NamedTuple):  # the shape of kornia's ParamItem
@@ -40,7 +40,7 @@ def test_a_container_list_of_named_items_keeps_its_types():
     )
     one = per_sample(batch, probe, 1, 2)
     assert isinstance(one[1], Item) and one[1].name == "b" and one[1].data["gain"].tolist() == [0.75]
-    assert set(leaves(one)) >= {"0.name", "0.data.angle", "1.data.gain"}
+    assert set(named_leaves(one)) >= {"0.name", "0.data.angle", "1.data.gain"}
 
 
 def test_blocks_of_rows_per_sample_and_patch_indices():

@@ -77,7 +77,7 @@ def check_batch(ctx: CaseContext) -> CheckOutcome | None:
 
 
 def _promised(spec: OpSpec, target: Target, mode: str) -> bool:
-    return bool(spec.batched) and valid_inputs(spec, target, mode)
+    return bool(spec.batch_consistent) and valid_inputs(spec, target, mode)
 
 
 register(

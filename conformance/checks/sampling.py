@@ -16,7 +16,7 @@ from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import to_float64
-from conformance.spec.sampled import leaves
+from conformance.spec.sampled import named_leaves
 
 
 def _compare_sample(ctx: CaseContext, sampled: Any) -> tuple[list[tuple[str, str]], dict[str, Any]]:
@@ -24,7 +24,7 @@ def _compare_sample(ctx: CaseContext, sampled: Any) -> tuple[list[tuple[str, str
     (of every leaf, by its path in a container's nested parameters).  Values differ by design (each device has its
     own generator)."""
     problems, devices = [], {}
-    params, reference = leaves(sampled), leaves(ctx.sampled or {})
+    params, reference = named_leaves(sampled), named_leaves(ctx.sampled or {})
     if set(params) != set(reference):
         problems.append(
             ("parameters differ", f"its sampler returns keys {sorted(params)}, on the cpu {sorted(reference)}")

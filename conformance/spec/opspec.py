@@ -168,8 +168,8 @@ class OpSpec:
                  checks shows on the first cases of a transform, and it has thousands of items).
     not_comparable: why the outputs of one case differ between devices by design (noise drawn with the
                  device's generator): no cross_device items.
-    batched:     what promises that a batch's output is its samples' outputs one by one (each sample with its
-                 share of a random module's parameters): then the `batch` check holds the op to it.
+    batch_consistent: what promises that a batch's output is its samples' outputs one by one (each sample
+                 with its share of a random module's parameters): then the `batch` check holds the op to it.
     gradient:    the op's promise that its output is differentiable in its input (conformance.spec.gradients):
                  its backward pass is then checked on every target (`gradient`, `gradient_device` items).
     member:      set by `conformance.spec.operations.Operation` for one library's implementation of an
@@ -205,7 +205,7 @@ class OpSpec:
     timing_batched: bool = True  # False: one (C, H, W) image per call (batch-1 shapes lose the batch dim)
     host_only: str = ""
     not_comparable: str = ""
-    batched: str = ""
+    batch_consistent: str = ""
     max_examples: int | None = None
     cpu_paths: bool = True
     gradient: Gradient | None = None

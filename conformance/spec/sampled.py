@@ -20,6 +20,12 @@ PROBABILITY = "batch_prob"  # kornia: which samples an augmentation applies to (
 INPUT_SHAPE = "forward_input_shape"  # kornia: the input's shape, read by geometric inverses and crops
 
 
+def kornia_parameters(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any]) -> Any:
+    """A kornia augmentation's (or container's) parameters for the image's shape, as `ModuleOp(sample=...)` takes
+    them: drawn once per case on the cpu and replayed on every target with `module(image, params=...)`."""
+    return module.forward_parameters(image.shape)  # type: ignore[operator]
+
+
 class NotSliceable(ValueError):
     """The parameters' structure changed with the batch size: no sample's share can be named."""
 
@@ -34,14 +40,14 @@ def _children(value: Any) -> Iterator[tuple[str, Any]] | None:
     return None
 
 
-def leaves(value: Any, prefix: str = "") -> dict[str, Any]:
+def named_leaves(value: Any, prefix: str = "") -> dict[str, Any]:
     """Every leaf by its path ("ColorJiggle_0.data.brightness_factor", "angle"), for comparing two samples."""
     children = _children(value)
     if children is None:
         return {prefix: value}
     found: dict[str, Any] = {}
     for name, child in children:
-        found.update(leaves(child, f"{prefix}.{name}" if prefix else name))
+        found.update(named_leaves(child, f"{prefix}.{name}" if prefix else name))
     return found
 
 
@@ -70,11 +76,11 @@ def _slice(value: Any, probe: Any, index: int, batch: int, applied: Applied) -> 
     if _integers(value) and _integers(probe):  # a list of positions (PatchSequential's patch indices)
         sliced = _leaf(torch.tensor(value), torch.tensor(probe), index, batch, None)
         return sliced.tolist() if isinstance(sliced, torch.Tensor) else value
-    children = _children(value)
-    if children is None:
+    found = _children(value)
+    if found is None:
         return _leaf(value, probe, index, batch, applied)
-    probed = dict(_children(probe) or ())
-    names = [name for name, _ in _children(value) or ()]
+    children, probed = list(found), dict(_children(probe) or ())
+    names = [name for name, _ in children]
     if type(probe) is not type(value) or list(probed) != names:
         raise NotSliceable(f"the parameters' structure changes with the batch size ({names} against {list(probed)})")
     if isinstance(value, dict) and isinstance(value.get(PROBABILITY), torch.Tensor):

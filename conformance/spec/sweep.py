@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from conformance.spec.opspec import ModuleOp, OpSpec
 from conformance.spec.recipes import CONTENTS
+from conformance.spec.sampled import kornia_parameters
 from conformance.spec.strategies import image_recipes
 from conformance.spec.sweep_tables import ARGUMENTS, CONTAINERS, SKIPS, UNBATCHED
 from conformance.spec.tolerances import Rule, Tolerance
@@ -159,11 +160,6 @@ def _build(found: Discovered) -> Callable[[dict[str, Any]], torch.nn.Module]:
     return build
 
 
-def _kornia_sample(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any]) -> dict[str, Any]:
-    sampled: dict[str, Any] = module.forward_parameters(image.shape)  # type: ignore[operator]
-    return sampled
-
-
 def spec_of(found: Discovered) -> OpSpec:
     """The sweep's OpSpec of one discovered class (no reference: only the reference-free checks)."""
     assert found.cls is not None and not found.reason
@@ -175,7 +171,7 @@ def spec_of(found: Discovered) -> OpSpec:
     return OpSpec(
         name=found.op,
         description=f"{found.qualified} swept with {'p=1 and ' if with_p else ''}its documented defaults",
-        module=ModuleOp(build=_build(found), sample=_kornia_sample if kornia else None),
+        module=ModuleOp(build=_build(found), sample=kornia_parameters if kornia else None),
         reference=None,
         dtypes=("float32",),
         modes=MODES if with_p else ("default",),
@@ -196,7 +192,7 @@ def spec_of(found: Discovered) -> OpSpec:
         cpu_paths=False,  # what it checks is placement and module state, not the cpu's kernels
         not_comparable="draws its noise with the device's generator" if device_random else "",
         # noise drawn per call for the whole input: alone, a sample draws other noise
-        batched="" if device_random or found.qualified in UNBATCHED else BATCHED.get(library, ""),
+        batch_consistent="" if device_random or found.qualified in UNBATCHED else BATCHED.get(library, ""),
     )
 
 
