@@ -12,7 +12,7 @@ defaults, so a random augmentation's default probability blends applied and skip
 augmentation's parameters are drawn once on the cpu and replayed on every target (`params=`), so its
 outputs are compared across devices; torchvision draws its parameters with the global cpu generator, which
 the harness seeds alike on every target, so its outputs are compared too, except where it draws
-image-sized noise on the device (`DEVICE_RANDOM`).
+image-sized noise on the device (`sweep_tables.DEVICE_RANDOM`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from conformance.spec.opspec import ModuleOp, OpSpec
 from conformance.spec.recipes import CONTENTS
 from conformance.spec.sampled import kornia_parameters
 from conformance.spec.strategies import image_recipes
-from conformance.spec.sweep_tables import ARGUMENTS, CONTAINERS, SKIPS, UNBATCHED
+from conformance.spec.sweep_tables import ARGUMENTS, CONTAINERS, DEVICE_RANDOM, SKIPS, UNBATCHED
 from conformance.spec.tolerances import Rule, Tolerance
 
 DEFAULT_MODULES = ("kornia.augmentation", "torchvision.transforms.v2")
@@ -48,7 +48,6 @@ EXAMPLES = 10
 # Augmentations document images in [0, 1]; out-of-range floats are a spec's business (equalize indexes a
 # 256-bin histogram with them and raises), not a device question.
 IN_RANGE = [c for c in CONTENTS if c != "out_of_range"]
-DEVICE_RANDOM = {"GaussianNoise", "RandomErasing", "ElasticTransform"}  # torchvision: noise drawn on the device
 
 CROSS_DEVICE = Rule(
     Tolerance(
@@ -166,7 +165,7 @@ def spec_of(found: Discovered) -> OpSpec:
     # kornia's interface (its own classes, or a user's subclasses): parameters drawn apart and replayed
     kornia = callable(getattr(found.cls, "forward_parameters", None))
     with_p = _accepts_p(found)
-    device_random = not kornia and found.name in DEVICE_RANDOM
+    device_random = found.qualified in DEVICE_RANDOM
     library = "kornia" if kornia else found.module.split(".")[0]  # whose batch promise applies (none: a user's)
     return OpSpec(
         name=found.op,

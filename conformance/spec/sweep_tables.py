@@ -143,6 +143,10 @@ CONTAINERS: dict[str, Container] = {
     "torchvision.transforms.v2.RandomOrder": lambda c, p: c(_members("torchvision", p)),
 }
 
+# torchvision transforms that draw image-sized noise with the device's generator: their outputs differ between
+# devices by design (no cross_device items), and alone a sample draws other noise (no batch items).
+DEVICE_RANDOM = {f"torchvision.transforms.v2.{name}" for name in ("GaussianNoise", "RandomErasing", "ElasticTransform")}
+
 # Classes whose batch is not its samples one by one by design: no `batch` items (why, by class).
 UNBATCHED: dict[str, str] = {
     "torchvision.transforms.v2.AugMix": "draws each sample's mixing weights for the whole batch at once (a Dirichlet "
