@@ -157,3 +157,18 @@ def test_every_layer_of_the_harness_is_its_own_frame_never_the_code_under_test()
     for module in (conformance.engine.session, conformance.checks.values, conformance.devices.calls):
         assert is_plumbing(module.__file__) and not is_library(module.__file__), module.__name__
     assert is_library(__file__)  # a test module: code under test, as a user's op would be
+
+
+def test_map_leaves_rebuilds_named_tuples_inside_lists():
+    """kornia containers' parameters are a list of ParamItem(name, data) NamedTuples: each tensor in them must
+    move to the target (before, a NamedTuple was one opaque leaf, and the replay mixed devices)."""
+    from typing import NamedTuple
+
+    from conformance.devices.placement import map_leaves
+
+    class Item(NamedTuple):
+        name: str
+        data: dict
+
+    moved = map_leaves(lambda v: v * 2 if isinstance(v, int) else v, [Item("a", {"x": 1, "y": [2]}), ("b", 3)])
+    assert moved == [Item("a", {"x": 2, "y": [4]}), ("b", 6)] and isinstance(moved[0], Item)
