@@ -143,6 +143,27 @@ def test_the_baseline_cache_counts_cached_outputs_against_its_byte_budget():
     cache = CaseCache(max_bytes=3 * 8 * 1000)
     for n in range(10):
         cache.put(("op", str(n), "cpu"), OpRun(output=np.zeros(1000)))  # 8,000 bytes each
-    assert len(cache._entries) == 3 and cache._bytes == 24_000
-    cache.put(("op", "9", "cpu"), OpRun(output=np.zeros(10)))  # replacing an entry frees its bytes
+    assert len(cache._entries) == 3 and cache._bytes == 24_000 and cache.refused == 7
+    cache.put(("op", "2", "cpu"), OpRun(output=np.zeros(10)))  # replacing an entry frees its bytes
     assert cache._bytes == 16_080
+
+
+def test_a_group_larger_than_the_cache_still_hits_what_it_holds_on_every_pass():
+    """Items read a group's cases in the same order each time: a cache that evicted its oldest entry
+    would miss on every pass once the group outgrew it."""
+    from conformance.devices.runs import OpRun
+
+    cache = CaseCache(max_bytes=4 * 8 * 1000)
+    cache.begin_group(("m", "op", "float32", "bilinear"))
+    computed: list[int] = []
+
+    def run(n: int) -> OpRun:
+        computed.append(n)
+        return OpRun(output=np.zeros(1000))
+
+    for _ in range(3):  # three items, each over the same ten cases
+        for n in range(10):
+            cache._get(("op", str(n), "cpu"), lambda n=n: run(n))
+    assert len(computed) == 10 + 2 * 6  # the first four are held after the first pass
+    cache.begin_group(("m", "op", "float64", "bilinear"))
+    assert not cache._entries and cache._bytes == 0

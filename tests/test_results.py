@@ -118,6 +118,10 @@ def test_the_case_a_process_runs_is_named_in_place_for_a_crash(tmp_path):
     writer.case_started("cases/t.py::test_op[cpu-uint8-m-error]", '{"op":"op","n":2}')
     assert last_case_started(tmp_path, "cases/t.py::test_op[cpu-uint8-m-error]") == '{"op":"op","n":2}'
     assert (tmp_path / "outcomes" / "gw3.running").stat().st_size < 100  # rewritten, never appended
+    writer.case_started("cases/t.py::test_op[cpu-uint8-m-reference]", '{"op":"op","n":3,"long":"' + "x" * 300 + '"}')
+    writer.case_started("cases/t.py::test_o[cpu-uint8-m-error]", '{"op":"o","n":4}')  # shorter: written over
+    assert last_case_started(tmp_path, "cases/t.py::test_o[cpu-uint8-m-error]") == '{"op":"o","n":4}'
+    assert last_case_started(tmp_path, "cases/t.py::test_op[cpu-uint8-m-reference]") is None
     writer.close()
     assert last_case_started(tmp_path, "cases/t.py::test_op[cpu-uint8-m-error]") is None  # a closed store ran nothing
 

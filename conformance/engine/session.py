@@ -118,7 +118,9 @@ class ConformanceRun:
         )
         if member is not None and info.check == "reference":
             state.worst = WorstCases()
-        self.prefetch.enter_group(variant_group(info.nodeid, info.test, info.dtype, info.mode, spec))
+        group = variant_group(info.nodeid, info.test, info.dtype, info.mode, spec)
+        self.cache.begin_group(group)
+        self.prefetch.enter_group(group)
         self.recorder.item_started(state, self.issues.first_seen(issues))
         return None
 
