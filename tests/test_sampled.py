@@ -1,5 +1,5 @@
 """One sample's share of a batch's sampled parameters (conformance.spec.sampled), found by probing the sampler
-with one sample more: per-sample rows, shared leaves, the input's shape, positions, blocks per sample, and
+with more samples: per-sample rows, shared leaves, the input's shape, positions, blocks per sample, and
 parameters drawn only for the applied samples."""
 
 from typing import NamedTuple
@@ -7,7 +7,7 @@ from typing import NamedTuple
 import pytest
 import torch
 
-from conformance.spec.sampled import NotSliceable, named_leaves, per_sample
+from conformance.spec.sampled import NotSliceable, named_leaves, per_sample, probe_size
 
 
 class Item(NamedTuple):  # the shape of kornia's ParamItem
@@ -64,3 +64,31 @@ def test_parameters_drawn_for_the_applied_samples_only():
 def test_a_structure_that_changes_with_the_batch_cannot_be_sliced():
     with pytest.raises(NotSliceable):
         per_sample([Item("a", {})], [Item("a", {}), Item("b", {})], 0, 2)
+
+
+def test_a_random_index_that_happens_to_number_the_rows_is_still_sliced_by_position():
+    """RandomChannelDropout drew channel_idx [[0], [1]] for two samples (seed 97): it looks like batch_idx.  The
+    batch check's probe has eight samples more, where a random channel index hardly numbers every row."""
+    drawn = {"batch_idx": torch.tensor([[0], [1]]), "channel_idx": torch.tensor([[0], [1]])}
+    probe = {"batch_idx": torch.arange(10).view(-1, 1), "channel_idx": torch.tensor([[0], [1], [2], [0], [2]] * 2)}
+    one = per_sample(drawn, probe, 1, 2, probe_size(2))
+    assert one["batch_idx"].tolist() == [[0]]  # renumbered: alone, the sample is row 0
+    assert one["channel_idx"].tolist() == [[1]]  # the second sample's channel, not the first's
+
+
+def test_the_batch_check_slices_random_channel_dropout_like_the_batch_it_replays():
+    import kornia.augmentation as K
+
+    from conformance.devices.calls import seed_everything
+
+    module, image = K.RandomChannelDropout(p=1.0), torch.rand(2, 3, 8, 8)
+    draws = []
+    for size in (2, probe_size(2)):
+        seed_everything(97, "cpu")
+        draws.append(module.forward_parameters((size, 3, 8, 8)))
+    for index in (0, 1):
+        alone = module(image[index : index + 1], params=per_sample(draws[0], draws[1], index, 2, probe_size(2)))
+        torch.testing.assert_close(alone, module(image, params=draws[0])[index : index + 1])
+    seed_everything(97, "cpu")
+    one_more = module.forward_parameters((3, 3, 8, 8))  # the probe before: [[0], [1], [2]] numbers its rows too
+    assert per_sample(draws[0], one_more, 1, 2)["channel_idx"].tolist() == [[0]]  # so it gave the first's channel

@@ -22,7 +22,7 @@ from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import to_float64
-from conformance.spec.sampled import NotSliceable, per_sample
+from conformance.spec.sampled import NotSliceable, per_sample, probe_size
 
 
 @dataclass
@@ -35,7 +35,7 @@ class _Probe:
 
 def _probe(ctx: CaseContext, batch: int) -> Any:
     def compute() -> _Probe:
-        shape = (batch + 1, *ctx.source.dense.shape[1:])
+        shape = (probe_size(batch), *ctx.source.dense.shape[1:])
         return _Probe(sample_params(ctx.spec, torch.zeros(shape), ctx.case))
 
     return ctx.inputs.derived("batch_probe", compute).value
@@ -53,7 +53,9 @@ def check_batch(ctx: CaseContext) -> CheckOutcome | None:
     # the cost of one more call a case instead of one a sample (a bug that bleeds or swaps shows at any position)
     index = ctx.case.recipe.seed % size
     try:
-        sampled = None if ctx.sampled is None else per_sample(ctx.sampled, _probe(ctx, size), index, size)
+        sampled = (
+            None if ctx.sampled is None else per_sample(ctx.sampled, _probe(ctx, size), index, size, probe_size(size))
+        )
     except NotSliceable:
         return None  # whose parameters are whose cannot be told: nothing to compare
     alone = ctx.source.on(ctx.target)[index : index + 1]
