@@ -247,7 +247,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     from conformance.engine.options import SWEEP_ENV
     from conformance.spec.loading import load_specs
     from conformance.spec.recipes import Case, apply_layout, materialize, to_float64
-    from conformance.spec.sampled import NotSliceable, per_sample
+    from conformance.spec.sampled import NotSliceable, per_sample, probe_size
 
     def seeded(seed: int):
         fork = torch.random.fork_rng(devices=[])
@@ -325,7 +325,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         if spec.batch_consistent and len(batch) == 1 and batch[0] >= 2 and entry["mode"] not in spec.error_modes:
             index = case.recipe.seed % batch[0]
             try:
-                probe = sample_params(spec, torch.zeros((batch[0] + 1, *dense.shape[1:])), case)
+                probe = sample_params(spec, torch.zeros((probe_size(batch[0]), *dense.shape[1:])), case)
                 alone = (index, None if sampled is None else per_sample(sampled, probe, index, batch[0]))
             except NotSliceable:
                 alone = None

@@ -26,7 +26,7 @@ def _params(batch: int) -> dict:
 
 
 def test_a_dict_is_sliced_per_sample_and_shared_leaves_stay():
-    one = per_sample(_params(3), _params(4), 2, 3)
+    one = per_sample(_params(3), _params(probe_size(3)), 2, 3)
     assert one["angle"].tolist() == [21.0]
     assert one["order"].tolist() == [3, 1, 0, 2]  # 4 rows, like a batch of 4 would have: the probe tells
     assert one["batch_idx"].tolist() == [[0]]
@@ -36,7 +36,7 @@ def test_a_dict_is_sliced_per_sample_and_shared_leaves_stay():
 def test_a_container_list_of_named_items_keeps_its_types():
     batch, probe = (
         [Item("a", _params(2)), Item("b", {"gain": torch.tensor([0.5, 0.75])})],
-        [Item("a", _params(3)), Item("b", {"gain": torch.tensor([0.5, 0.75, 0.9])})],
+        [Item("a", _params(probe_size(2))), Item("b", {"gain": torch.linspace(0.5, 0.9, probe_size(2))})],
     )
     one = per_sample(batch, probe, 1, 2)
     assert isinstance(one[1], Item) and one[1].name == "b" and one[1].data["gain"].tolist() == [0.75]
@@ -45,7 +45,12 @@ def test_a_container_list_of_named_items_keeps_its_types():
 
 def test_blocks_of_rows_per_sample_and_patch_indices():
     batch = {"gain": torch.arange(8.0), "indices": list(range(8)), "forward_input_shape": torch.tensor([8, 3, 4, 4])}
-    probe = {"gain": torch.arange(12.0), "indices": list(range(12)), "forward_input_shape": torch.tensor([12, 3, 4, 4])}
+    rows = 4 * probe_size(2)  # four patches a sample
+    probe = {
+        "gain": torch.arange(float(rows)),
+        "indices": list(range(rows)),
+        "forward_input_shape": torch.tensor([rows, 3, 4, 4]),
+    }
     one = per_sample(batch, probe, 1, 2)
     assert one["gain"].tolist() == [4.0, 5.0, 6.0, 7.0]
     assert one["indices"] == [0, 1, 2, 3]
@@ -54,10 +59,13 @@ def test_blocks_of_rows_per_sample_and_patch_indices():
 
 def test_parameters_drawn_for_the_applied_samples_only():
     batch = {"batch_prob": torch.tensor([1.0, 0.0, 1.0]), "angle": torch.tensor([5.0, 7.0])}
-    probe = {"batch_prob": torch.tensor([1.0, 1.0, 0.0, 1.0]), "angle": torch.tensor([5.0, 6.0, 7.0])}
+    probe = {"batch_prob": torch.tensor([1.0, 1.0, 0.0, 1.0] + [0.0] * 7), "angle": torch.tensor([5.0, 6.0, 7.0])}
     assert per_sample(batch, probe, 2, 3)["angle"].tolist() == [7.0]
     assert per_sample(batch, probe, 1, 3)["angle"].numel() == 0
-    probe = {"batch_prob": torch.tensor([1.0, 0.0, 0.0, 1.0]), "angle": torch.tensor([5.0, 6.0])}  # as many applied
+    probe = {
+        "batch_prob": torch.tensor([1.0, 0.0, 0.0, 1.0] + [0.0] * 7),
+        "angle": torch.tensor([5.0, 6.0]),
+    }  # as many applied
     assert per_sample(batch, probe, 2, 3)["angle"].tolist() == [7.0]
 
 
@@ -71,24 +79,22 @@ def test_a_random_index_that_happens_to_number_the_rows_is_still_sliced_by_posit
     batch check's probe has eight samples more, where a random channel index hardly numbers every row."""
     drawn = {"batch_idx": torch.tensor([[0], [1]]), "channel_idx": torch.tensor([[0], [1]])}
     probe = {"batch_idx": torch.arange(10).view(-1, 1), "channel_idx": torch.tensor([[0], [1], [2], [0], [2]] * 2)}
-    one = per_sample(drawn, probe, 1, 2, probe_size(2))
+    one = per_sample(drawn, probe, 1, 2)
     assert one["batch_idx"].tolist() == [[0]]  # renumbered: alone, the sample is row 0
     assert one["channel_idx"].tolist() == [[1]]  # the second sample's channel, not the first's
 
 
-def test_the_batch_check_slices_random_channel_dropout_like_the_batch_it_replays():
-    import kornia.augmentation as K
+def test_the_batch_check_passes_random_channel_dropout_on_the_draw_that_fooled_a_probe_one_larger():
+    """Seed 97, two samples: RandomChannelDropout's channel_idx [[0], [1]] (and [[0], [1], [2]] for three) looked
+    like row numbers, so the second sample ran alone with the first one's channel and the check failed."""
+    from conformance.checks.batch import check_batch
+    from conformance.devices.targets import CPU
+    from conformance.engine.cases import CaseCache
+    from conformance.spec import sweep
+    from conformance.spec.recipes import Case, Recipe
 
-    from conformance.devices.calls import seed_everything
-
-    module, image = K.RandomChannelDropout(p=1.0), torch.rand(2, 3, 8, 8)
-    draws = []
-    for size in (2, probe_size(2)):
-        seed_everything(97, "cpu")
-        draws.append(module.forward_parameters((size, 3, 8, 8)))
-    for index in (0, 1):
-        alone = module(image[index : index + 1], params=per_sample(draws[0], draws[1], index, 2, probe_size(2)))
-        torch.testing.assert_close(alone, module(image, params=draws[0])[index : index + 1])
-    seed_everything(97, "cpu")
-    one_more = module.forward_parameters((3, 3, 8, 8))  # the probe before: [[0], [1], [2]] numbers its rows too
-    assert per_sample(draws[0], one_more, 1, 2)["channel_idx"].tolist() == [[0]]  # so it gave the first's channel
+    found = next(f for f in sweep.discover("kornia.augmentation") if f.name == "RandomChannelDropout")
+    spec = sweep.spec_of(found)
+    recipe = Recipe(height=32, width=32, channels=3, batch=(2,), dtype="float32", content="constant", seed=97)
+    outcome = check_batch(CaseCache().context(spec, Case(spec.name, recipe, {"p": 1.0}), CPU, "p1"))
+    assert outcome is not None and outcome.passed, outcome

@@ -53,9 +53,7 @@ def check_batch(ctx: CaseContext) -> CheckOutcome | None:
     # the cost of one more call a case instead of one a sample (a bug that bleeds or swaps shows at any position)
     index = ctx.case.recipe.seed % size
     try:
-        sampled = (
-            None if ctx.sampled is None else per_sample(ctx.sampled, _probe(ctx, size), index, size, probe_size(size))
-        )
+        sampled = None if ctx.sampled is None else per_sample(ctx.sampled, _probe(ctx, size), index, size)
     except NotSliceable:
         return None  # whose parameters are whose cannot be told: nothing to compare
     alone = ctx.source.on(ctx.target)[index : index + 1]

@@ -71,11 +71,10 @@ def _rebuild(value: Any, parts: list[Any]) -> Any:
     return type(value)(parts)
 
 
-def per_sample(sampled: Any, probe: Any, index: int, batch: int, probe_batch: int | None = None) -> Any:
-    """Sample `index`'s share of parameters drawn for `batch` samples; `probe`: the same sampler, same seed,
-    for `probe_batch` samples (default batch + 1; `probe_size` gives what the batch check draws): a leaf whose
-    leading size grew is per sample, the rest is shared."""
-    return _slice(sampled, probe, index, (batch, batch + 1 if probe_batch is None else probe_batch), None)
+def per_sample(sampled: Any, probe: Any, index: int, batch: int) -> Any:
+    """Sample `index`'s share of parameters drawn for `batch` samples; `probe`: the same sampler, same seed, for
+    `probe_size(batch)` samples (a leaf whose leading size grew is per sample; the rest is shared)."""
+    return _slice(sampled, probe, index, (batch, probe_size(batch)), None)
 
 
 Applied = tuple[torch.Tensor, int] | None  # which samples a kornia augmentation applies to, and how many in the probe

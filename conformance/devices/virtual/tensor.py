@@ -202,36 +202,13 @@ def to_virtual(value: Any, device: torch.device) -> Any:
     return wrap(value.detach().to("cpu").clone(), device)
 
 
-_CORE_OPS: set[int] = set()  # ids of ops seen in the aten or prims namespace (asked on every op)
-
-
-def _unwrapped(values: tuple | list) -> list:
-    """The arguments with each virtual tensor replaced by its inner one; nested lists and tuples rebuilt (cat,
-    stack, index take lists of tensors), dicts by `map_leaves`."""
-    found = []
-    for value in values:
-        kind = type(value)
-        if kind is VirtualTensor:
-            found.append(value._inner)
-        elif kind is list or kind is tuple:
-            found.append(kind(_unwrapped(value)))
-        elif kind is dict:
-            found.append(map_leaves(unwrap, value))
-        else:
-            found.append(value)
-    return found
-
-
 def dispatch(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> Any:
     """Run one aten op with virtual-device semantics."""
     inputs = leaves(args, kwargs)
     if log is not None:
         log.note(func, args, kwargs, device_of, inputs)
-    if id(func) not in _CORE_OPS:
-        if func.namespace not in ("aten", "prims"):
-            refuse_device_only_kernel(func, inputs)
-        else:
-            _CORE_OPS.add(id(func))
+    if func.namespace not in ("aten", "prims"):
+        refuse_device_only_kernel(func, inputs)
     requested = kwargs.get("device")
     transfer = func is TO_COPY or func is COPY
     # transfers may cross devices: their output device is the target's (below)
@@ -243,13 +220,9 @@ def dispatch(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> Any:
             device = None
     elif transfer:
         device = args[0].device if isinstance(args[0], VirtualTensor) else None
-    wrappers = {id(leaf._inner): leaf for leaf in inputs if type(leaf) is VirtualTensor}
-    inner_args: tuple | list = _unwrapped(args) if wrappers else args
-    inner_kwargs = (
-        {k: v._inner if type(v) is VirtualTensor else map_leaves(unwrap, v) for k, v in kwargs.items()}
-        if wrappers and kwargs
-        else kwargs
-    )
+    wrappers = {id(leaf._inner): leaf for leaf in inputs if isinstance(leaf, VirtualTensor)}
+    inner_args = map_leaves(unwrap, args) if wrappers else args
+    inner_kwargs = map_leaves(unwrap, kwargs) if wrappers and kwargs else kwargs
     try:
         result = func(*inner_args, **inner_kwargs)
     except NotImplementedError as exc:
@@ -267,7 +240,7 @@ def dispatch(func, args: tuple, kwargs: dict, log: PlacementLog | None) -> Any:
             if log is not None:
                 track_origin(func, value, inputs, log)
             return value
-        return VirtualTensor(value, device)
+        return wrap(value, device)
 
     wrapped = rewrap(result) if isinstance(result, torch.Tensor) else map_leaves(rewrap, result)
     if log is not None:
