@@ -14,11 +14,12 @@
     checks make beyond that are made too: a module op is also called with its module left on the
     cpu (the `unmoved` promise) and a random module also samples and draws its own parameters on
     the target (the `sampling` check), and a transform that promises batch consistency is also called on one
-    sample of the batch alone with its share of the parameters (the `batch` check). ISA targets (`cpu:<level>`)
-    run in one worker process per level started with ATEN_CPU_CAPABILITY set, fed a window of cases ahead so
-    that it computes
-    while this process works on the other targets.  Its process is timed the same way, imports
-    included.  Nothing of the harness runs in it: no pytest, hypothesis, placement log,
+    sample of the batch alone with its share of the parameters (the `batch` check), and an op that promises a
+    gradient has its backward pass run on each target where the run checked it, against central differences of
+    the float64 function along random directions and against the cpu's gradient (the `gradient` checks).
+    ISA targets (`cpu:<level>`) run in one worker process per level started with ATEN_CPU_CAPABILITY set, fed
+    a window of cases ahead so that it computes while this process works on the other targets.  Its process
+    is timed the same way, imports included.  Nothing of the harness runs in it: no pytest, hypothesis, placement log,
     invariants, records, summary or report.
 All three run in one process each (no pytest-xdist), on the same quiet machine.  Prints the
 times and the ratios (a)/(c) and (b)/(c), and the bare loop's time per target.
@@ -89,9 +90,11 @@ def checked_work(run_dir: Path) -> list[dict]:
             continue
         case = record["case"] if isinstance(record["case"], dict) else json.loads(record["case"])
         key = json.dumps(case, sort_keys=True)
-        entry = work.setdefault(key, {"case": case, "mode": record["mode"], "targets": []})
+        entry = work.setdefault(key, {"case": case, "mode": record["mode"], "targets": [], "gradient": []})
         if record["target"] not in entry["targets"]:
             entry["targets"].append(record["target"])
+        if record.get("check") == "gradient" and record["target"] not in entry["gradient"]:
+            entry["gradient"].append(record["target"])
     return list(work.values())
 
 
@@ -242,6 +245,8 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     import torch
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
+    from conformance.checks.gradients import make_probe
+    from conformance.devices.backward import vjp_by_walking
     from conformance.devices.calls import on_target, sample_params
     from conformance.devices.targets import discover
     from conformance.engine.options import SWEEP_ENV
@@ -271,6 +276,32 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                 target.synchronize()
             return spec.read_output(output) if spec.read_output is not None else output
         except Exception:  # noqa: BLE001 - invalid inputs on purpose, and known crashes
+            return None
+        finally:
+            fork.__exit__(None, None, None)
+
+    def gradient_there(spec, case, target, image, sampled, cotangent):
+        """The input's gradient for the cotangent: autograd's engine, or on a virtual device the graph walked
+        node by node (the engine asks a CUDA driver about streams first)."""
+        leaf = image.detach().requires_grad_(True)
+        fork = seeded(case.recipe.seed)
+        try:
+            with target.active(), torch.enable_grad():
+                if spec.module is None:
+                    output = spec.call(leaf, dict(case.params))
+                else:
+                    module = target.put(spec.module.build(dict(case.params)))
+                    params = None if sampled is None else on_target(sampled, target)
+                    output = spec.module.forward(module, leaf, dict(case.params), params)
+                seed = target.put(cotangent.to(output.dtype))
+                if target.virtual:
+                    with torch.no_grad():
+                        grad = vjp_by_walking(output, seed, leaf)
+                else:
+                    (grad,) = torch.autograd.grad(output, leaf, seed)
+                target.synchronize()
+            return to_float64(grad.cpu())
+        except Exception:  # noqa: BLE001 - known backward failures
             return None
         finally:
             fork.__exit__(None, None, None)
@@ -308,18 +339,21 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                 requests.append((case.json if hasattr(case, "json") else case.to_json(), _plain(sampled)))
         feeds[name] = IsaFeed(targets[name].level, modules, requests)
     spent: dict[str, float] = defaultdict(float)
-    compared = 0
+    compared = graded = 0
     for entry, case in zip(work, cases, strict=False):
         began = time.perf_counter()
         spec = specs[case.op]
         dense = materialize(dataclasses.replace(case.recipe, layout="contiguous"))  # synthesised once per case
         host = apply_layout(dense.clone(), case.recipe.layout)
         sampled = sample_params(spec, host, case) if spec.module is not None else None
-        expected = None
+        expected, values, ideal = None, to_float64(host), None
         if entry["mode"] not in spec.error_modes and spec.reference is not None:  # a swept transform has none
-            values = to_float64(host)
             ideal = spec.reference(values, case) if sampled is None else spec.reference(values, case, sampled)
             expected = np.clip(np.rint(ideal), 0, 255) if spec.output_dtype_of(case) == "uint8" else ideal
+        probe = None  # the gradient checks: central differences of the float64 function along random directions
+        if entry.get("gradient"):
+            reused = spec.gradient.estimate == "reference" and spec.output_dtype_of(case) != "uint8"
+            probe = make_probe(spec, case, values, sampled, (lambda ideal=ideal: ideal) if reused else None)
         alone = None  # the batch check: one sample of the batch alone (chosen by the seed), with its parameters
         batch = case.recipe.batch
         if spec.batch_consistent and len(batch) == 1 and batch[0] >= 2 and entry["mode"] not in spec.error_modes:
@@ -331,6 +365,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                 alone = None
         spent["input and reference"] += time.perf_counter() - began
         outputs: dict[str, Any] = {}
+        cpu_grad = None
         for name in entry["targets"]:
             began = time.perf_counter()
             target = targets[name]
@@ -358,6 +393,22 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                             outputs[name][index : index + 1],
                             spec.tolerance("batch", case.recipe.dtype, entry["mode"], name),
                         )
+            if probe is not None and probe.error is None and name in entry["gradient"]:
+                grad = gradient_there(spec, case, target, fresh(), sampled, torch.from_numpy(probe.cotangent))
+                graded += 1
+                if grad is not None:
+                    projected = np.array([np.sum(grad * u) for u in probe.directions])
+                    compare(
+                        projected,
+                        np.array(probe.estimates),
+                        spec.tolerance("gradient", case.recipe.dtype, entry["mode"], name),
+                    )
+                    if name == "cpu":
+                        cpu_grad = grad
+                    elif cpu_grad is not None:
+                        compare(
+                            grad, cpu_grad, spec.tolerance("gradient_device", case.recipe.dtype, entry["mode"], name)
+                        )
             if valid:
                 if expected is not None:
                     compare(
@@ -375,7 +426,8 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         feed.close()
     end = time.perf_counter()
     print(
-        f"bare loop: {sum(len(e['targets']) for e in work)} case-target runs ({compared} compared) in "
+        f"bare loop: {sum(len(e['targets']) for e in work)} case-target runs ({compared} compared, {graded} "
+        f"backward passes) in "
         f"{end - imported:.1f} s after {imported - start:.1f} s of imports; per target: "
         + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in spent.items())
     )
