@@ -59,6 +59,8 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = isinstance(getattr(config.option, "numprocesses", None), int) and not hasattr(config, "workerinput")
     if run_config.asked_for(config):
         _start(config, state)
+        if not run_config.log_capture_wanted(config):
+            config.pluginmanager.set_blocked("logging-plugin")  # registered by pytest's logging plugin, later
         if controller and config.pluginmanager.hasplugin("xdist"):
             from conformance.engine import distribute
 
@@ -95,6 +97,7 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         distribute.share_torch_threads(int(workerinput.get("workercount", 1)))
+        distribute.end_without_finalizing()
         if "conformance_isa" in workerinput:  # the controller's ISA workers, one per level for all
             use_shared(json.loads(workerinput["conformance_isa"]))
     try:

@@ -347,3 +347,17 @@ test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
     compiled = project.runpytest_inprocess(*QUICK[:-1], "--targets=cpu+compile", "-rs")
     compiled.assert_outcomes(passed=5, skipped=2)  # host: one skip a variant, with the reason
     assert "not compiled: a host library (torch.compile compiles torch code only)" in compiled.stdout.str()
+
+
+@pytest.mark.parametrize("args, captured", [((), False), (("--log-level=INFO",), True)])
+def test_pytest_log_capture_is_left_out_of_a_conformance_run_unless_asked_for(project, args, captured):
+    write_cases(project, good="good_resize")
+    seen = {}
+
+    class Probe:
+        def pytest_sessionstart(self, session):
+            seen["capture"] = session.config.pluginmanager.get_plugin("logging-plugin") is not None
+
+    result = project.runpytest_inprocess(*QUICK, "--max-examples=3", *args, plugins=[Probe()])
+    assert result.ret == 0
+    assert seen == {"capture": captured}

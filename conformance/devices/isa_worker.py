@@ -68,10 +68,19 @@ def hello() -> dict[str, Any]:
 
 
 def main() -> None:
+    """Serve until the parent closes the pipe, then end at once: the interpreter's finalization (torch's op
+    tables torn down one by one) took a second, which the parent waits for at the end of every run."""
     ignore_interrupts()
     if sys.argv[1:2] == ["--listen"]:
         serve(sys.argv[2])
-        return
+    else:
+        answer_pipe()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def answer_pipe() -> None:
+    """Answer the requests of one pytest process on stdin/stdout, until it closes stdin."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything the op prints must not corrupt the pipe
     send(stdout, hello())
