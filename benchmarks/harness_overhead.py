@@ -350,10 +350,12 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         if entry["mode"] not in spec.error_modes and spec.reference is not None:  # a swept transform has none
             ideal = spec.reference(values, case) if sampled is None else spec.reference(values, case, sampled)
             expected = np.clip(np.rint(ideal), 0, 255) if spec.output_dtype_of(case) == "uint8" else ideal
-        probe = None  # the gradient checks: central differences of the float64 function along random directions
+        gradient_probe = (
+            None  # the gradient checks: central differences of the float64 function along random directions
+        )
         if entry.get("gradient"):
             reused = spec.gradient.estimate == "reference" and spec.output_dtype_of(case) != "uint8"
-            probe = make_probe(spec, case, values, sampled, (lambda ideal=ideal: ideal) if reused else None)
+            gradient_probe = make_probe(spec, case, values, sampled, (lambda ideal=ideal: ideal) if reused else None)
         alone = None  # the batch check: one sample of the batch alone (chosen by the seed), with its parameters
         batch = case.recipe.batch
         if spec.batch_consistent and len(batch) == 1 and batch[0] >= 2 and entry["mode"] not in spec.error_modes:
@@ -393,14 +395,14 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                             outputs[name][index : index + 1],
                             spec.tolerance("batch", case.recipe.dtype, entry["mode"], name),
                         )
-            if probe is not None and probe.error is None and name in entry["gradient"]:
-                grad = gradient_there(spec, case, target, fresh(), sampled, torch.from_numpy(probe.cotangent))
+            if gradient_probe is not None and gradient_probe.error is None and name in entry["gradient"]:
+                grad = gradient_there(spec, case, target, fresh(), sampled, torch.from_numpy(gradient_probe.cotangent))
                 graded += 1
                 if grad is not None:
-                    projected = np.array([np.sum(grad * u) for u in probe.directions])
+                    projected = np.array([np.sum(grad * u) for u in gradient_probe.directions])
                     compare(
                         projected,
-                        np.array(probe.estimates),
+                        np.array(gradient_probe.estimates),
                         spec.tolerance("gradient", case.recipe.dtype, entry["mode"], name),
                     )
                     if name == "cpu":
