@@ -260,8 +260,9 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         torch.default_generator.manual_seed(seed)
         return fork
 
-    def call(spec, case, target, image, sampled, *, move=True, own_sampling=False):
-        """The op on a target: the module built there (and moved unless `move` is False)."""
+    def call(spec, case, target, image, sampled, *, move=True, own_sampling=False, then=None):
+        """The op on a target: the module built there (and moved unless `move` is False); `then`: what to do
+        with the output there (the backward pass), whose result is returned instead."""
         fork = seeded(case.recipe.seed)
         try:
             with target.active():
@@ -273,8 +274,10 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                         module = target.put(module)
                     params = None if sampled is None or own_sampling else on_target(sampled, target)
                     output = spec.module.forward(module, image, dict(case.params), params)
+                if then is not None:
+                    output = then(output)
                 target.synchronize()
-            return spec.read_output(output) if spec.read_output is not None else output
+            return spec.read_output(output) if spec.read_output is not None and then is None else output
         except Exception:  # noqa: BLE001 - invalid inputs on purpose, and known crashes
             return None
         finally:
@@ -284,27 +287,19 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         """The input's gradient for the cotangent: autograd's engine, or on a virtual device the graph walked
         node by node (the engine asks a CUDA driver about streams first)."""
         leaf = image.detach().requires_grad_(True)
-        fork = seeded(case.recipe.seed)
-        try:
-            with target.active(), torch.enable_grad():
-                if spec.module is None:
-                    output = spec.call(leaf, dict(case.params))
-                else:
-                    module = target.put(spec.module.build(dict(case.params)))
-                    params = None if sampled is None else on_target(sampled, target)
-                    output = spec.module.forward(module, leaf, dict(case.params), params)
-                seed = target.put(cotangent.to(output.dtype))
-                if target.virtual:
-                    with torch.no_grad():
-                        grad = vjp_by_walking(output, seed, leaf)
-                else:
-                    (grad,) = torch.autograd.grad(output, leaf, seed)
-                target.synchronize()
-            return to_float64(grad.cpu())
-        except Exception:  # noqa: BLE001 - known backward failures
-            return None
-        finally:
-            fork.__exit__(None, None, None)
+
+        def backward(output):
+            seed = target.put(cotangent.to(output.dtype))
+            if output is leaf:  # an op that returns its input as it is (a resize to the same size)
+                return seed
+            if target.virtual:
+                with torch.no_grad():
+                    return vjp_by_walking(output, seed, leaf)
+            return torch.autograd.grad(output, leaf, seed)[0]
+
+        with torch.enable_grad():  # as the harness's run_vjp calls it
+            grad = call(spec, case, target, leaf, sampled, then=backward)
+        return None if grad is None else to_float64(grad.cpu())
 
     def sample_there(spec, case, target, image):
         fork = seeded(case.recipe.seed)
@@ -339,26 +334,27 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                 requests.append((case.json if hasattr(case, "json") else case.to_json(), _plain(sampled)))
         feeds[name] = IsaFeed(targets[name].level, modules, requests)
     spent: dict[str, float] = defaultdict(float)
-    compared = graded = 0
+    compared = graded = unanswered = 0
     for entry, case in zip(work, cases, strict=False):
         began = time.perf_counter()
         spec = specs[case.op]
         dense = materialize(dataclasses.replace(case.recipe, layout="contiguous"))  # synthesised once per case
         host = apply_layout(dense.clone(), case.recipe.layout)
         sampled = sample_params(spec, host, case) if spec.module is not None else None
-        expected, values, ideal = None, to_float64(host), None
-        if entry["mode"] not in spec.error_modes and spec.reference is not None:  # a swept transform has none
+        valid = entry["mode"] not in spec.error_modes
+        differentiated = bool(entry.get("gradient")) and valid
+        values = to_float64(host) if differentiated or (valid and spec.reference is not None) else None
+        expected = ideal = None
+        if valid and spec.reference is not None:  # a swept transform has none
             ideal = spec.reference(values, case) if sampled is None else spec.reference(values, case, sampled)
             expected = np.clip(np.rint(ideal), 0, 255) if spec.output_dtype_of(case) == "uint8" else ideal
-        gradient_probe = (
-            None  # the gradient checks: central differences of the float64 function along random directions
-        )
-        if entry.get("gradient"):
+        gradient_probe = None  # the gradient checks: central differences of the float64 function
+        if differentiated:
             reused = spec.gradient.estimate == "reference" and spec.output_dtype_of(case) != "uint8"
             gradient_probe = make_probe(spec, case, values, sampled, (lambda ideal=ideal: ideal) if reused else None)
         alone = None  # the batch check: one sample of the batch alone (chosen by the seed), with its parameters
         batch = case.recipe.batch
-        if spec.batch_consistent and len(batch) == 1 and batch[0] >= 2 and entry["mode"] not in spec.error_modes:
+        if spec.batch_consistent and len(batch) == 1 and batch[0] >= 2 and valid:
             index = case.recipe.seed % batch[0]
             try:
                 probe = sample_params(spec, torch.zeros((probe_size(batch[0]), *dense.shape[1:])), case)
@@ -371,7 +367,6 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         for name in entry["targets"]:
             began = time.perf_counter()
             target = targets[name]
-            valid = entry["mode"] not in spec.error_modes
             if name in feeds:
                 outputs[name] = feeds[name].next()
             else:
@@ -395,22 +390,27 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                             outputs[name][index : index + 1],
                             spec.tolerance("batch", case.recipe.dtype, entry["mode"], name),
                         )
-            if gradient_probe is not None and gradient_probe.error is None and name in entry["gradient"]:
-                grad = gradient_there(spec, case, target, fresh(), sampled, torch.from_numpy(gradient_probe.cotangent))
-                graded += 1
-                if grad is not None:
-                    projected = np.array([np.sum(grad * u) for u in gradient_probe.directions])
-                    compare(
-                        projected,
-                        np.array(gradient_probe.estimates),
-                        spec.tolerance("gradient", case.recipe.dtype, entry["mode"], name),
+                if gradient_probe is not None and gradient_probe.error is None and name in entry["gradient"]:
+                    grad = gradient_there(
+                        spec, case, target, fresh(), sampled, torch.from_numpy(gradient_probe.cotangent)
                     )
-                    if name == "cpu":
-                        cpu_grad = grad
-                    elif cpu_grad is not None:
+                    graded += 1
+                    unanswered += grad is None
+                    if grad is not None:
+                        projected = np.array([np.sum(grad * u) for u in gradient_probe.directions])
                         compare(
-                            grad, cpu_grad, spec.tolerance("gradient_device", case.recipe.dtype, entry["mode"], name)
+                            projected,
+                            np.array(gradient_probe.estimates),
+                            spec.tolerance("gradient", case.recipe.dtype, entry["mode"], name),
                         )
+                        if name == "cpu":
+                            cpu_grad = grad
+                        elif cpu_grad is not None:
+                            compare(
+                                grad,
+                                cpu_grad,
+                                spec.tolerance("gradient_device", case.recipe.dtype, entry["mode"], name),
+                            )
             if valid:
                 if expected is not None:
                     compare(
@@ -429,7 +429,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     end = time.perf_counter()
     print(
         f"bare loop: {sum(len(e['targets']) for e in work)} case-target runs ({compared} compared, {graded} "
-        f"backward passes) in "
+        f"backward passes, {unanswered} of them raising) in "
         f"{end - imported:.1f} s after {imported - start:.1f} s of imports; per target: "
         + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in spent.items())
     )

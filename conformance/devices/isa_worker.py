@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from conformance.devices.calls import run_op
+from conformance.devices.exits import end_now
 from conformance.devices.isa import HEADER, frame, ignore_interrupts, receive, send, tensors
 from conformance.devices.targets import CPU
 from conformance.spec.loading import load_specs
@@ -68,15 +69,13 @@ def hello() -> dict[str, Any]:
 
 
 def main() -> None:
-    """Serve until the parent closes the pipe, then end at once: the interpreter's finalization (torch's op
-    tables torn down one by one) took a second, which the parent waits for at the end of every run."""
+    """Serve until the parent closes the pipe, then end at once (`end_now`)."""
     ignore_interrupts()
     if sys.argv[1:2] == ["--listen"]:
         serve(sys.argv[2])
     else:
         answer_pipe()
-    sys.stderr.flush()
-    os._exit(0)
+    end_now()
 
 
 def answer_pipe() -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from conformance.devices.exits import end_now
 from conformance.spec.item_ids import parse_item_id, worker_group
 from conformance.store.records import RecordWriter, last_case_started
 
@@ -60,19 +60,9 @@ def configure(config: pytest.Config, run_dir: Path, cfg: Any | None) -> None:
 
 
 def end_without_finalizing() -> None:
-    """Called at an xdist worker's start: when its interpreter exits, it ends at once.  By then the worker
-    has said all it has to say to the controller, and the interpreter's finalization (freeing a heap of
-    cached cases, inputs and torch's op tables, object by object) took 1.5 to 3 s, which the controller
-    waits for before it writes the summary.  Streams and logging handlers are flushed first."""
-    atexit.register(_exit_now)
-
-
-def _exit_now() -> None:
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(0)
+    """Called at an xdist worker's start: when its interpreter exits (after it said all it has to say to the
+    controller), it ends at once (`exits.end_now`)."""
+    atexit.register(end_now)
 
 
 def share_torch_threads(workers: int) -> None:

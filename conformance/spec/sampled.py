@@ -74,50 +74,46 @@ def _rebuild(value: Any, parts: list[Any]) -> Any:
 def per_sample(sampled: Any, probe: Any, index: int, batch: int) -> Any:
     """Sample `index`'s share of parameters drawn for `batch` samples; `probe`: the same sampler, same seed, for
     `probe_size(batch)` samples (a leaf whose leading size grew is per sample; the rest is shared)."""
-    return _slice(sampled, probe, index, (batch, probe_size(batch)), None)
+    return _slice(sampled, probe, index, batch, None)
 
 
 Applied = tuple[torch.Tensor, int] | None  # which samples a kornia augmentation applies to, and how many in the probe
 
 
-Sizes = tuple[int, int]  # the batch's size and the probe's
-
-
-def _slice(value: Any, probe: Any, index: int, sizes: Sizes, applied: Applied) -> Any:
+def _slice(value: Any, probe: Any, index: int, batch: int, applied: Applied) -> Any:
     if _integers(value) and _integers(probe):  # a list of positions (PatchSequential's patch indices)
-        sliced = _leaf(torch.tensor(value), torch.tensor(probe), index, sizes, None)
+        sliced = _leaf(torch.tensor(value), torch.tensor(probe), index, batch, None)
         return sliced.tolist() if isinstance(sliced, torch.Tensor) else value
     found = _children(value)
     if found is None:
-        return _leaf(value, probe, index, sizes, applied)
+        return _leaf(value, probe, index, batch, applied)
     children, probed = list(found), dict(_children(probe) or ())
     names = [name for name, _ in children]
     if type(probe) is not type(value) or list(probed) != names:
         raise NotSliceable(f"the parameters' structure changes with the batch size ({names} against {list(probed)})")
     if isinstance(value, dict) and isinstance(value.get(PROBABILITY), torch.Tensor):
         applied = (value[PROBABILITY].reshape(-1) > 0.5, int((probed[PROBABILITY].reshape(-1) > 0.5).sum()))
-    return _rebuild(value, [_slice(child, probed[name], index, sizes, applied) for name, child in children])
+    return _rebuild(value, [_slice(child, probed[name], index, batch, applied) for name, child in children])
 
 
-def _grows(before: int, after: int, sizes: Sizes) -> int:
-    """Rows per sample when `before` rows for the batch became `after` for the probe (0: not per sample)."""
-    batch, probe_batch = sizes
+def _grows(before: int, after: int, batch: int) -> int:
+    """Rows per sample when `before` rows for `batch` samples became `after` for the probe's (0: not per sample)."""
     per = before // batch if before % batch == 0 else 0
-    return per if per and after == per * probe_batch else 0
+    return per if per and after == per * probe_size(batch) else 0
 
 
-def _leaf(value: Any, probe: Any, index: int, sizes: Sizes, applied: Applied) -> Any:
+def _leaf(value: Any, probe: Any, index: int, batch: int, applied: Applied) -> Any:
     if not isinstance(value, torch.Tensor) or not isinstance(probe, torch.Tensor) or value.dim() == 0:
         return value
     if probe.dim() == 1 and value.dim() == 1 and value.numel() == probe.numel() > 1 and not value.is_floating_point():
-        per = _grows(int(value[0]), int(probe[0]), sizes)
+        per = _grows(int(value[0]), int(probe[0]), batch)
         if per and bool((value[1:] == probe[1:]).all()):  # the input's shape (kornia's forward_input_shape)
             shape = value.clone()
             shape[0] = per
             return shape
     if probe.dim() == 0:
         return value
-    per = _grows(value.shape[0], probe.shape[0], sizes)
+    per = _grows(value.shape[0], probe.shape[0], batch)
     if per:  # a row per sample, or a block of rows per sample (PatchSequential: one per patch)
         if _numbers_rows(value) and _numbers_rows(probe):  # positions in the batch (RandomChannelDropout's batch_idx)
             return value[:per]  # alone, the sample's rows are the first
@@ -130,7 +126,7 @@ def _leaf(value: Any, probe: Any, index: int, sizes: Sizes, applied: Applied) ->
             return value[:1] if _numbers_rows(value) else value[int(mask[:index].sum()) :][:1]
     if probe.shape[0] == value.shape[0]:
         return value  # shared by the batch
-    raise NotSliceable(f"a leaf of {value.shape[0]} rows in a batch of {sizes[0]} grows with the batch")
+    raise NotSliceable(f"a leaf of {value.shape[0]} rows in a batch of {batch} grows with the batch")
 
 
 def _numbers_rows(value: torch.Tensor) -> bool:
