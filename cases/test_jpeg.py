@@ -450,7 +450,17 @@ JPEG_KORNIA = _kornia_spec(
                     "2.7e-3 of the gradient's norm in the ci profile; a wrong or missing term gives 0.1 and more",
                 ),
                 check="gradient",
-            )
+            ),
+            Rule(
+                Tolerance(
+                    "gradient-device-codec",
+                    atol=1e-2,
+                    reason="the same float32 codec backward on two devices: the rounding approximation's steep "
+                    "slope near half-integers amplifies the devices' rounding differences; measured up to 1.74e-3 of "
+                    "the largest element on an H200 (2026-11-26); a wrong or missing term gives 0.1 and more",
+                ),
+                check="gradient_device",
+            ),
         ],
     ),
 )

@@ -134,6 +134,10 @@ def test_ops_missing_from_the_installed_libraries_are_skipped_naming_the_version
     missing = replaced(planckian_cases.PLANCKIAN, needs=("kornia.augmentation.RandomTimeTravel",))
     assert missing.unmet_requirement().startswith("planted needs kornia.augmentation.RandomTimeTravel, which kornia 0.")
     assert missing.unmet_requirement().endswith(" lacks")
+    uninstalled = replaced(planckian_cases.PLANCKIAN, needs=("no_such_package.decoders.decode_jpeg",))
+    assert uninstalled.unmet_requirement() == (
+        "planted needs no_such_package.decoders.decode_jpeg, and no_such_package is not installed (or does not import)"
+    )
 
 
 def test_a_jpeg_decoder_with_a_shifted_channel_is_caught():

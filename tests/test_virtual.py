@@ -111,7 +111,7 @@ def test_numpy_needs_an_explicit_copy_like_cuda(image):
 def test_device_only_kernels_are_not_emulatable():
     import torchvision.io
 
-    with virtual_cuda(2), pytest.raises(NotEmulatable, match="image::decode_jpegs_cuda has no CPU kernel"):
+    with pytest.raises(NotEmulatable, match="image::decode_jpegs_cuda has no CPU kernel"), virtual_cuda(2):
         torchvision.io.decode_jpeg(torch.zeros(10, dtype=torch.uint8), device="cuda")
 
 

@@ -89,5 +89,5 @@ def test_modules_follow_to_and_replay_their_params(name):
 
 
 def test_torchvision_jpeg_on_cuda_needs_nvjpeg_and_is_not_emulatable():
-    with VCUDA1.active(), pytest.raises(NotEmulatable, match="image::encode_jpegs_cuda"):
+    with pytest.raises(NotEmulatable, match="image::encode_jpegs_cuda"), VCUDA1.active():
         F.jpeg(uint8(VCUDA1.put(IMAGE)), 75)

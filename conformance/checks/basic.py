@@ -10,7 +10,7 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.registry import Check, CheckOutcome, always, failed, register, valid_inputs
-from conformance.devices.virtual.tensor import host_tensor
+from conformance.devices.virtual.tensor import host_tensor, unwrap
 from conformance.spec.recipes import DTYPES, to_float64
 
 
@@ -118,7 +118,8 @@ def _view_of(output: torch.Tensor, tensor_in: torch.Tensor) -> bool:
     """Whether the output is a view into the input's memory (a crop): it has the input's strides, not a
     layout of its own, so there is no memory format to keep."""
     try:
-        return host_tensor(output).untyped_storage().data_ptr() == host_tensor(tensor_in).untyped_storage().data_ptr()
+        # unwrapped, not copied to the host: a copy has storage of its own (on a real GPU no crop was a view)
+        return unwrap(output).untyped_storage().data_ptr() == unwrap(tensor_in).untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):  # a tensor without storage (e.g. a fake one): not a view
         return False
 

@@ -37,14 +37,16 @@ def run_vjp(
     timeout_s: float = 0.0,
 ) -> OpRun:
     """The gradient of <op(tensor), cotangent> with respect to `tensor` (a host cotangent, put on the
-    target), in `run.output`; a failure of the forward or the backward is `run.error`."""
+    target before the call), in `run.output`; a failure of the forward or the backward is `run.error`."""
     leaf = tensor.detach().requires_grad_(True)  # the recipe's layout kept: backward sees the strides users have
     walk = isinstance(target, VirtualTarget)
+    # on the target before the call: put inside it, the harness's own upload would be logged as the op's
+    placed: torch.Tensor = target.put(cotangent)
 
     def backward(output: Any) -> torch.Tensor:
         if not isinstance(output, torch.Tensor):
             raise RuntimeError(f"the op returned {type(output).__name__}, not a tensor to differentiate")
-        seed: torch.Tensor = target.put(cotangent.to(output.dtype))
+        seed = placed.to(output.dtype)
         if output is leaf:  # an op that returns its input as it is (a resize to the same size)
             return seed
         if output.grad_fn is None:

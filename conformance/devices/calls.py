@@ -223,12 +223,12 @@ def _call(
                 module = target.put(module)
                 if log is not None:
                     run.module_problems, log.watched = left_behind(module, target.device)
+        # replayed parameters go to the target before the call: the harness's upload is not the op's
+        replayed = None if sampled is None else on_target(sampled, target)
         with target.active(log), time_limit(timeout_s):  # the timer ends before the restore
             if spec.module is not None and module is not None:
                 forward = compiled(spec) if target.compiled else spec.module.forward
-                output = forward(
-                    module, tensor, dict(case.params), None if sampled is None else on_target(sampled, target)
-                )
+                output = forward(module, tensor, dict(case.params), replayed)
             else:
                 assert spec.call is not None
                 output = (compiled(spec) if target.compiled else spec.call)(tensor, dict(case.params))

@@ -189,7 +189,7 @@ def spec_of(found: Discovered) -> OpSpec:
         needs=(found.qualified,),
         max_examples=EXAMPLES,
         cpu_paths=False,  # what it checks is placement and module state, not the cpu's kernels
-        not_comparable="draws its noise with the device's generator" if device_random else "",
+        not_comparable="draws with the device's generator" if device_random else "",
         # noise drawn per call for the whole input: alone, a sample draws other noise
         batch_consistent="" if device_random or found.qualified in UNBATCHED else BATCHED.get(library, ""),
     )

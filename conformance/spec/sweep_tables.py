@@ -143,9 +143,13 @@ CONTAINERS: dict[str, Container] = {
     "torchvision.transforms.v2.RandomOrder": lambda c, p: c(_members("torchvision", p)),
 }
 
-# torchvision transforms that draw image-sized noise with the device's generator: their outputs differ between
-# devices by design (no cross_device items), and alone a sample draws other noise (no batch items).
-DEVICE_RANDOM = {f"torchvision.transforms.v2.{name}" for name in ("GaussianNoise", "RandomErasing", "ElasticTransform")}
+# torchvision transforms that draw with the device's generator (image-sized noise; AugMix its Dirichlet mixing
+# weights): their outputs differ between devices by design (no cross_device items), and alone a sample draws
+# other noise (no batch items).  A virtual device draws with the cpu's generator and cannot show it: the first
+# real GPU run did (AugMix, 2026-11-26).
+DEVICE_RANDOM = {
+    f"torchvision.transforms.v2.{name}" for name in ("GaussianNoise", "RandomErasing", "ElasticTransform", "AugMix")
+}
 
 # Classes whose batch is not its samples one by one by design: no `batch` items (why, by class).
 UNBATCHED: dict[str, str] = {

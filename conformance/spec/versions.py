@@ -112,5 +112,7 @@ def missing(name: str, needs: tuple[str, ...] | list[str]) -> str | None:
         if not reachable(dotted):
             package = dotted.split(".")[0]
             found = version_of(package)
-            return f"{name} needs {dotted}, which {f'{package} {found}' if found else f'no installed {package}'} lacks"
+            if not found:
+                return f"{name} needs {dotted}, and {package} is not installed (or does not import)"
+            return f"{name} needs {dotted}, which {package} {found} lacks"
     return None

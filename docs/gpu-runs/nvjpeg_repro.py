@@ -1,4 +1,5 @@
 """The repro of docs/findings.md (nvJPEG vs libjpeg), as run on the lent GPU."""
+
 import io
 
 import numpy as np

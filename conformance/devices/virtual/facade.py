@@ -190,6 +190,23 @@ def _unpatch() -> None:
         _saved_state.clear()
 
 
+def _op_reaching_cuda(exc: BaseException) -> str:
+    """The torch.ops operator whose call raised (the innermost on the traceback), for the message."""
+    name = "a library op"
+    trace = exc.__traceback__
+    while trace is not None:
+        called = trace.tb_frame.f_locals.get("self")
+        if isinstance(called, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
+            name = str(getattr(called, "_qualified_op_name", None) or called.name())
+        trace = trace.tb_next
+    return name
+
+
+# How the CUDA runtime's own failures begin (torch.AcceleratorError, and the RuntimeErrors of older torch), with no
+# driver, an old one, or no visible device: inside a virtual device, where no CUDA code should ever run.
+CUDA_RUNTIME_ERRORS = ("CUDA error", "Found no NVIDIA driver", "No CUDA GPUs are available")
+
+
 @contextlib.contextmanager
 def virtual_cuda(count: int, log: PlacementLog | None = None) -> Iterator[None]:
     """Make `count` virtual CUDA devices answer for the duration; restore torch.cuda after.
@@ -202,6 +219,15 @@ def virtual_cuda(count: int, log: PlacementLog | None = None) -> Iterator[None]:
     try:
         with VirtualMode(log):
             yield
+    except RuntimeError as exc:
+        if not str(exc).startswith(CUDA_RUNTIME_ERRORS):
+            raise
+        # the CUDA runtime was reached without an aten op the mode could see (a library kernel registered for
+        # host inputs that calls it itself, as torchvision 0.26's nvjpeg decode): nothing stands in for it
+        first_line = str(exc).splitlines()[0]
+        raise NotEmulatable(
+            f"{_op_reaching_cuda(exc)} has no CPU kernel to stand in: it called CUDA ({first_line})"
+        ) from exc
     finally:
         state.logs.pop()
         _unpatch()
