@@ -80,7 +80,12 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     from conformance.engine import distribute
     from conformance.engine.case_sources import CaseSourceError
     from conformance.engine.session import ConformanceRun
+    from conformance.spec import sweep
 
+    try:  # a sweep module that does not import: one line now, not a traceback at collection or session start
+        sweep.check_importable(sweep.parse(os.environ.get(options.SWEEP_ENV, "")))
+    except sweep.SweepModuleError as exc:
+        raise pytest.UsageError(str(exc)) from None
     cfg = run_config.build(config)
     profile = run_config.profile_name(config)
     collected: dict[str, Any] = {}

@@ -178,6 +178,7 @@ def test_a_strict_entry_is_not_called_fixed_for_failures_an_earlier_entry_explai
         (["--virtual-devices=two"], "--virtual-devices: expected a whole number from 0 to 16"),
         (["--max-examples=0"], "--max-examples must be at least 1"),
         (["--known-issues=nope.toml"], "no such file 'nope.toml'"),
+        (["--sweep=no_such_pkg.transforms"], "--sweep: cannot import 'no_such_pkg.transforms' (ModuleNotFoundError"),
     ],
 )
 def test_bad_options_are_one_line_usage_errors(project, args, message):

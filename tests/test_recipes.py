@@ -99,3 +99,20 @@ def test_recipe_strategy_covers_the_promised_space():
     assert seen["layout"] == {"contiguous", "channels_last", "strided"}
     assert seen["channels"] == {1, 3, 4} and seen["batch_dims"] == {0, 1, 2} and seen["strip"]
     assert len(seen["content"]) == 6
+
+
+def test_a_recipe_larger_than_the_machine_is_refused_before_anything_is_allocated(monkeypatch):
+    """Where the kernel overcommits (the lent GPU VM), allocating it succeeded and filling it got the
+    process killed; refused, it is a MemoryError, which a run records as a resource outcome."""
+    from conformance.spec import recipes
+
+    monkeypatch.setattr(recipes, "_physical_memory", lambda: 2**20)  # a machine of 1 MiB
+    big = Recipe(
+        height=256, width=256, channels=3, batch=(), dtype="uint8", layout="contiguous", content="noise", seed=0
+    )
+    with pytest.raises(
+        MemoryError, match=r"the recipe's \[3, 256, 256\] float64 pixels need 1.5 MiB, more than this machine's 1.0 MiB"
+    ):
+        recipes.synthesize_unit(big)
+    small = Recipe(height=8, width=8, channels=3, batch=(), dtype="uint8", layout="contiguous", content="noise", seed=0)
+    assert recipes.synthesize_unit(small).shape == (3, 8, 8)

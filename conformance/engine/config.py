@@ -36,6 +36,7 @@ _OPTION_DEFAULTS: dict[str, Any] = {
     "max_examples": None,
     "tolerances": None,
     "known_issues": [],
+    "sweep": None,
 }
 _ENV = (TARGETS_ENV, VIRTUAL_ENV, "CONFORMANCE_REPORTS", "CONFORMANCE_CASE_TIMEOUT")
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,8 +155,34 @@ class Case:
         return cls(op=str(data["op"]), recipe=Recipe.from_dict(data["recipe"]), params=params)
 
 
+def _physical_memory() -> int:
+    """This machine's memory in bytes (0 where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system
+        return 0
+
+
+def _check_fits(recipe: Recipe) -> None:
+    """Refuse a recipe whose float64 pixels exceed the machine's memory before allocating them: where the
+    kernel overcommits (a VM with vm.overcommit_memory=1, as the lent GPU machine), the allocation succeeds and
+    filling it gets the process killed, taking the run with it.  Refused, it is the resource outcome that a
+    failed allocation gives (conformance.engine.cases)."""
+    needed, total = math.prod(recipe.shape) * 8, _physical_memory()
+    if total and needed > total:
+        raise MemoryError(
+            f"the recipe's {list(recipe.shape)} float64 pixels need {_size(needed)}, more than this "
+            f"machine's {_size(total)} of memory"
+        )
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.0f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:,.1f} MiB"
+
+
 def synthesize_unit(recipe: Recipe) -> np.ndarray:
     """Pixels in float64 'unit' scale (0..1 is the valid range) with the recipe's shape."""
+    _check_fits(recipe)
     rng = np.random.default_rng(recipe.seed)
     shape = recipe.shape
     lead = (*recipe.batch, recipe.channels, 1, 1)

@@ -105,11 +105,32 @@ def _never_ask() -> None:
         lazy.installation_mode = "RAISE"
 
 
+class SweepModuleError(ValueError):
+    """A module named for the sweep (or a default one) that does not import: a usage error, said in one line."""
+
+
+def _import(module_name: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except Exception as exc:  # any failure to import is the same usage error
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        raise SweepModuleError(
+            f"--sweep: cannot import {module_name!r} ({type(exc).__name__}: {first_line}); "
+            f"'default' sweeps {' and '.join(DEFAULT_MODULES)}, 'none' sweeps nothing"
+        ) from exc
+
+
+def check_importable(module_names: list[str]) -> None:
+    """Raise SweepModuleError for the first module that does not import, before collection needs it."""
+    for name in module_names:
+        _import(name)
+
+
 @cache
 def discover(module_name: str) -> list[Discovered]:
     """Every public nn.Module class of the module, each swept or skipped with a reason."""
     _never_ask()
-    module = importlib.import_module(module_name)
+    module = _import(module_name)
     _never_ask()  # the module may have imported kornia just now
     found = []
     for name, value in sorted(vars(module).items()):
