@@ -185,3 +185,32 @@ def test_a_gradient_promise_is_checked_when_declared():
         Gradient(dtypes=("uint8",))
     with pytest.raises(ValueError, match="one of"):
         Gradient(estimate="autograd")
+
+
+def test_the_harness_puts_the_cotangent_on_the_device_outside_the_watched_call():
+    """On a real GPU the gradient check's own upload of the cotangent was logged as the op's image-sized host
+    data (48 items on an H200).  The meta device stands in for a real one here: the placement log sees a copy to
+    it as it sees one to a GPU, which a virtual device's copy never shows."""
+    from conformance import OpSpec, Rule, Tolerance
+    from conformance.devices.backward import run_vjp
+    from conformance.devices.targets import Target
+    from conformance.spec.recipes import Case, Recipe, materialize
+
+    spec = OpSpec(
+        name="double",
+        call=lambda image, params: image * 2,
+        reference=lambda image, case: image * 2,
+        dtypes=("float32",),
+        modes=("default",),
+        params=lambda recipe, mode: None,
+        tolerances=[Rule(Tolerance("any", reason="test"))],
+        gradient=Gradient(),
+    )
+    recipe = Recipe(
+        batch=(), channels=3, height=16, width=16, dtype="float32", layout="contiguous", content="noise", seed=0
+    )
+    meta = Target("meta", "meta")
+    run = run_vjp(spec, meta.put(materialize(recipe)), Case("double", recipe, {}), meta, None, torch.ones(3, 16, 16))
+    assert run.error is None, run.error
+    assert run.output.device.type == "meta" and run.output.shape == (3, 16, 16)
+    assert run.log is not None and run.log.transfers == [], run.log.transfers

@@ -98,3 +98,37 @@ def test_the_batch_check_passes_random_channel_dropout_on_the_draw_that_fooled_a
     recipe = Recipe(height=32, width=32, channels=3, batch=(2,), dtype="float32", content="constant", seed=97)
     outcome = check_batch(CaseCache().context(spec, Case(spec.name, recipe, {"p": 1.0}), CPU, "p1"))
     assert outcome is not None and outcome.passed, outcome
+
+
+def test_replayed_parameters_go_to_the_device_outside_the_watched_call():
+    """On a real GPU, kornia's cpu-drawn noise replayed on the device was logged as the transform's own
+    image-sized host data (22 sweep items on an H200).  The meta device stands in for a real one: the placement
+    log sees a copy to it, which a virtual device's copy never shows."""
+    from conformance import OpSpec, Rule, Tolerance
+    from conformance.devices.calls import run_op
+    from conformance.devices.targets import Target
+    from conformance.spec.opspec import ModuleOp
+    from conformance.spec.recipes import Case, Recipe, materialize
+
+    spec = OpSpec(
+        name="add_noise",
+        module=ModuleOp(
+            build=lambda params: torch.nn.Identity(),
+            forward=lambda module, image, params, sampled: image + sampled["noise"],
+            sample=lambda module, image, params: {"noise": torch.rand(image.shape)},
+        ),
+        reference=None,
+        dtypes=("float32",),
+        modes=("default",),
+        params=lambda recipe, mode: None,
+        tolerances=[Rule(Tolerance("any", reason="test"))],
+    )
+    recipe = Recipe(
+        batch=(1,), channels=3, height=16, width=16, dtype="float32", layout="contiguous", content="noise", seed=0
+    )
+    meta = Target("meta", "meta")
+    sampled = {"noise": torch.rand(1, 3, 16, 16)}
+    run = run_op(spec, meta.put(materialize(recipe)), Case("add_noise", recipe, {}), meta, sampled)
+    assert run.error is None, run.error
+    assert run.output.device.type == "meta"
+    assert run.log is not None and run.log.transfers == [], run.log.transfers

@@ -74,6 +74,13 @@ class FirstSampleGain(_Gain):
 class Compose(torch.nn.Module):
     def forward(self, x):
         return x
+
+
+class DeviceBranch(torch.nn.Module):
+    """Brightens on a GPU only: a transform without a reference whose devices disagree."""
+
+    def forward(self, x):
+        return x + 0.25 if x.is_cuda else x
 '''
 CASES = """
 import os
@@ -109,6 +116,9 @@ def test_each_planted_device_bug_fails_on_the_device_for_its_reason(project):
             f for f in failed if planted in f
         }, failed
     assert "test_sweep_planted_transforms_FirstSampleGain[cpu-float32-p1-batch]" in failed
+    # a transform without a reference that diverges between devices fails cross_device, saying which side is off
+    # (it raised a LookupError for a reference tolerance before: AugMix on an H200)
+    assert "test_sweep_planted_transforms_DeviceBranch[vcuda:1-float32-default-cross_device]" in failed
     assert not [f for f in failed if "Good" in f], failed
     on_cpu = {f.split("[")[0].rsplit("_", 1)[-1] for f in failed if "[cpu-" in f}
     assert on_cpu == {"MutatesInput", "BatchBleeds", "FirstSampleGain"}, failed
@@ -119,7 +129,8 @@ def test_each_planted_device_bug_fails_on_the_device_for_its_reason(project):
     assert "Expected all tensors to be on the same device" in out  # NoiseOnCpu mixes devices
     assert "input mutated" in out
     assert re.search(r"sample (\d) of \d alone vs sample \1 in the batch", out)
-    assert "sweep of planted_transforms: 10 classes found, 8 swept, 2 skipped (1 a container with no members" in out
+    assert "no tolerance rule" not in out
+    assert "sweep of planted_transforms: 11 classes found, 9 swept, 2 skipped (1 a container with no members" in out
 
 
 def test_without_a_sweep_the_module_defines_no_tests(project):

@@ -118,8 +118,10 @@ def _view_of(output: torch.Tensor, tensor_in: torch.Tensor) -> bool:
     """Whether the output is a view into the input's memory (a crop): it has the input's strides, not a
     layout of its own, so there is no memory format to keep."""
     try:
-        # unwrapped, not copied to the host: a copy has storage of its own (on a real GPU no crop was a view)
-        return unwrap(output).untyped_storage().data_ptr() == unwrap(tensor_in).untyped_storage().data_ptr()
+        # unwrapped, not copied to the host: a copy has storage of its own (on a real GPU no crop was a view);
+        # a storage without data (meta, fake) has address 0 whatever it is, so it says nothing
+        found = unwrap(output).untyped_storage().data_ptr()
+        return found != 0 and found == unwrap(tensor_in).untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):  # a tensor without storage (e.g. a fake one): not a view
         return False
 
