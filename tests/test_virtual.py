@@ -254,3 +254,13 @@ def test_the_answered_list_answers_and_everything_is_restored_after(image):
         assert isinstance(image, torch.Tensor) and not isinstance(image, torch.cuda.Stream)
     assert {name: getattr(torch.cuda, name) for name in before} == before
     assert dict(vars(torch.cuda.amp)) == amp_before
+
+
+def test_a_kernel_that_reaches_the_cuda_runtime_inside_a_virtual_device_is_not_emulatable():
+    """torchvision 0.26 runs nvJPEG without an aten call the virtual device sees: the CUDA runtime's own error
+    (here, as on a machine whose GPUs are hidden) becomes NotEmulatable; any other error passes unchanged."""
+    expected = r"has no CPU kernel to stand in: it called CUDA \(CUDA error: no CUDA-capable device is detected\)$"
+    with pytest.raises(NotEmulatable, match=expected), virtual_cuda(2):
+        raise RuntimeError("CUDA error: no CUDA-capable device is detected\nmore lines")  # as torch.AcceleratorError
+    with pytest.raises(RuntimeError, match=r"^planted$"), virtual_cuda(2):
+        raise RuntimeError("planted")
