@@ -3,6 +3,11 @@
 # in .whl/ (README.md of the device tool); the machine's own torch/torchvision are used.
 # Usage there: bash docs/gpu-runs/run.sh SUITE_SECONDS TESTS_SECONDS [extra `conformance run` args...]
 # (TESTS_K=EXPR runs only the harness tests that -k EXPR selects; SWEEP_CASES=N adds the nvJPEG sweep)
+# The wheels, made here first (the machine's Python is 3.12; .whl/ is ignored by git, carried by the call):
+#   echo /.whl/ >> .git/info/exclude
+#   for w in kornia==0.9.0 kornia-rs; do python3 -m pip download --no-deps --only-binary=:all: \
+#     --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
+#     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl "$w"; done
 set -u
 suite_s=${1:-360}; tests_s=${2:-150}; shift 2 || true
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
