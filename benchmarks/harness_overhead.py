@@ -287,9 +287,10 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         """The input's gradient for the cotangent: autograd's engine, or on a virtual device the graph walked
         node by node (the engine asks a CUDA driver about streams first)."""
         leaf = image.detach().requires_grad_(True)
+        placed = target.put(cotangent)  # before the call, as run_vjp puts it
 
         def backward(output):
-            seed = target.put(cotangent.to(output.dtype))
+            seed = placed.to(output.dtype)
             if output is leaf:  # an op that returns its input as it is (a resize to the same size)
                 return seed
             if target.virtual:

@@ -155,24 +155,39 @@ def test_a_virtual_tensor_indexed_with_basic_indices_keeps_its_autograd_graph():
     torch.testing.assert_close(host_tensor(found), reference.grad)
 
 
-def test_kinks_are_found_and_left_out_of_the_cotangent():
+def _pixelwise(name, call, reference, dtype):
+    """A parameterless per-pixel op that promises a gradient, for checks of the gradient machinery itself."""
     from conformance import OpSpec, Rule, Tolerance
-    from conformance.checks.gradients import make_probe
-    from conformance.spec.recipes import Case, Recipe
 
-    spec = OpSpec(
-        name="brightness",
-        call=lambda image, params: (image * 2).clamp(0, 1),
-        reference=lambda image, case: np.clip(image * 2, 0, 1),
-        dtypes=("float64",),
+    return OpSpec(
+        name=name,
+        call=call,
+        reference=reference,
+        dtypes=(dtype,),
         modes=("default",),
         params=lambda recipe, mode: None,
         tolerances=[Rule(Tolerance("any", reason="test"))],
         gradient=Gradient(),
     )
-    recipe = Recipe(
-        batch=(), channels=1, height=2, width=2, dtype="float64", layout="contiguous", content="noise", seed=0
+
+
+def _recipe(channels, side, dtype):
+    from conformance.spec.recipes import Recipe
+
+    return Recipe(
+        batch=(), channels=channels, height=side, width=side, dtype=dtype, layout="contiguous", content="noise", seed=0
     )
+
+
+def test_kinks_are_found_and_left_out_of_the_cotangent():
+    from conformance.checks.gradients import make_probe
+    from conformance.spec.recipes import Case
+
+    def doubled(image, params):
+        return (image * 2).clamp(0, 1)
+
+    spec = _pixelwise("brightness", doubled, lambda image, case: np.clip(image * 2, 0, 1), "float64")
+    recipe = _recipe(1, 2, "float64")
     values = np.array([[[0.5, 0.2], [0.7, 0.1]]])  # 0.5 doubles to the clamp's edge exactly
     probe = make_probe(spec, Case("brightness", recipe, {}), values, None)
     assert probe.left_out == 1 and probe.cotangent[0, 0, 0] == 0.0 and probe.cotangent[0, 1, 0] != 0.0
@@ -191,24 +206,12 @@ def test_the_harness_puts_the_cotangent_on_the_device_outside_the_watched_call()
     """On a real GPU the gradient check's own upload of the cotangent was logged as the op's image-sized host
     data (48 items on an H200).  The meta device stands in for a real one here: the placement log sees a copy to
     it as it sees one to a GPU, which a virtual device's copy never shows."""
-    from conformance import OpSpec, Rule, Tolerance
     from conformance.devices.backward import run_vjp
     from conformance.devices.targets import Target
-    from conformance.spec.recipes import Case, Recipe, materialize
+    from conformance.spec.recipes import Case, materialize
 
-    spec = OpSpec(
-        name="double",
-        call=lambda image, params: image * 2,
-        reference=lambda image, case: image * 2,
-        dtypes=("float32",),
-        modes=("default",),
-        params=lambda recipe, mode: None,
-        tolerances=[Rule(Tolerance("any", reason="test"))],
-        gradient=Gradient(),
-    )
-    recipe = Recipe(
-        batch=(), channels=3, height=16, width=16, dtype="float32", layout="contiguous", content="noise", seed=0
-    )
+    spec = _pixelwise("double", lambda image, params: image * 2, lambda image, case: image * 2, "float32")
+    recipe = _recipe(3, 16, "float32")
     meta = Target("meta", "meta")
     run = run_vjp(spec, meta.put(materialize(recipe)), Case("double", recipe, {}), meta, None, torch.ones(3, 16, 16))
     assert run.error is None, run.error

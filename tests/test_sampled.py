@@ -102,7 +102,7 @@ def test_the_batch_check_passes_random_channel_dropout_on_the_draw_that_fooled_a
 
 def test_replayed_parameters_go_to_the_device_outside_the_watched_call():
     """On a real GPU, kornia's cpu-drawn noise replayed on the device was logged as the transform's own
-    image-sized host data (22 sweep items on an H200).  The meta device stands in for a real one: the placement
+    image-sized host data (20 sweep items on an H200).  The meta device stands in for a real one: the placement
     log sees a copy to it, which a virtual device's copy never shows."""
     from conformance import OpSpec, Rule, Tolerance
     from conformance.devices.calls import run_op

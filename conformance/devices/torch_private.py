@@ -17,6 +17,7 @@ import torch
 
 # Every private entry point the harness calls, subclasses or replaces, by its dotted path.
 DISPATCH_MODE = "torch.utils._python_dispatch.TorchDispatchMode"  # the placement log and the virtual device
+OPERATOR_TYPES = ("torch._ops.OpOverloadPacket", "torch._ops.OpOverload")  # torch.ops operators, named in messages
 PRIVATE_APIS: tuple[str, ...] = (
     DISPATCH_MODE,
     "torch.utils._python_dispatch.is_traceable_wrapper_subclass",  # Module.to() swaps a wrapper subclass
@@ -28,6 +29,7 @@ PRIVATE_APIS: tuple[str, ...] = (
     "torch._C._dispatch_has_kernel_for_dispatch_key",  # device-only kernels are refused
     "torch._C._cuda_getDriverVersion",  # the environment record (real CUDA only)
     "torch._dynamo.utils.counters",  # what a compiled target's calls compiled (graphs, graph breaks)
+    *OPERATOR_TYPES,
 )
 
 
@@ -76,6 +78,15 @@ def private(path: str) -> Any:
             raise MissingTorchApi(f"this torch ({torch.__version__}) has no {path}")
 
         return absent
+
+
+def operator_name(value: Any) -> str | None:
+    """`value`'s qualified name ("image::decode_jpegs_cuda") when it is a torch.ops operator, else None."""
+    kinds = tuple(kind for kind in map(private, OPERATOR_TYPES) if isinstance(kind, type))
+    operator: Any = value if isinstance(value, kinds) else None  # Any: isinstance with found types narrows to object
+    if operator is None:
+        return None
+    return str(getattr(operator, "_qualified_op_name", None) or operator.name())  # a packet's name, or an overload's
 
 
 def aten_overload(name: str) -> Any:

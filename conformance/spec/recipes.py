@@ -155,6 +155,7 @@ class Case:
         return cls(op=str(data["op"]), recipe=Recipe.from_dict(data["recipe"]), params=params)
 
 
+@functools.cache
 def _physical_memory() -> int:
     """This machine's memory in bytes (0 where the platform does not say)."""
     try:

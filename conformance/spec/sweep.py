@@ -110,14 +110,18 @@ class SweepModuleError(ValueError):
 
 
 def _import(module_name: str) -> Any:
+    """The module, imported as kornia must be in a worker (never asking on stdin), or SweepModuleError."""
+    _never_ask()
     try:
-        return importlib.import_module(module_name)
+        module = importlib.import_module(module_name)
     except Exception as exc:  # any failure to import is the same usage error
         first_line = str(exc).splitlines()[0] if str(exc) else ""
         raise SweepModuleError(
             f"--sweep: cannot import {module_name!r} ({type(exc).__name__}: {first_line}); "
             f"'default' sweeps {' and '.join(DEFAULT_MODULES)}, 'none' sweeps nothing"
         ) from exc
+    _never_ask()  # the module may have imported kornia just now
+    return module
 
 
 def check_importable(module_names: list[str]) -> None:
@@ -129,9 +133,7 @@ def check_importable(module_names: list[str]) -> None:
 @cache
 def discover(module_name: str) -> list[Discovered]:
     """Every public nn.Module class of the module, each swept or skipped with a reason."""
-    _never_ask()
     module = _import(module_name)
-    _never_ask()  # the module may have imported kornia just now
     found = []
     for name, value in sorted(vars(module).items()):
         if name.startswith("_") or not inspect.isclass(value) or not issubclass(value, torch.nn.Module):

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from conformance.devices.placement import PlacementLog
-from conformance.devices.torch_private import only_lift_cpu_tensors, set_only_lift_cpu_tensors
+from conformance.devices.torch_private import only_lift_cpu_tensors, operator_name, set_only_lift_cpu_tensors
 from conformance.devices.virtual.rules import resolve
 from conformance.devices.virtual.state import NotEmulatable, ensure_device_guard, real_device_count, state
 from conformance.devices.virtual.tensor import VirtualMode
@@ -195,9 +195,7 @@ def _op_reaching_cuda(exc: BaseException) -> str:
     name = "a library op"
     trace = exc.__traceback__
     while trace is not None:
-        called = trace.tb_frame.f_locals.get("self")
-        if isinstance(called, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
-            name = str(getattr(called, "_qualified_op_name", None) or called.name())
+        name = operator_name(trace.tb_frame.f_locals.get("self")) or name
         trace = trace.tb_next
     return name
 
