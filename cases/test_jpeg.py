@@ -444,10 +444,12 @@ JPEG_KORNIA = _kornia_spec(
             Rule(
                 Tolerance(
                     "gradient-float32-codec",
-                    atol=1e-2,
+                    atol=2e-2,
                     reason="a float32 codec (colour conversion, two DCTs, the cubic rounding approximation, whose "
                     "slope changes fastest near the half-integers) against its float64 forward: measured up to "
-                    "2.7e-3 of the gradient's norm in the ci profile; a wrong or missing term gives 0.1 and more",
+                    "2.7e-3 of the gradient's norm in the ci profile's cases, and 1.24e-2 on a constant image at "
+                    "quality 99 (where the float64 backward matches the estimate to 1e-5 at every step from 1e-6 "
+                    "to 1e-8: float32 precision, not a wrong term); a wrong or missing term gives 0.1 and more",
                 ),
                 check="gradient",
             ),

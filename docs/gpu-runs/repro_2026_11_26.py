@@ -31,6 +31,23 @@ def nearest_exact_backward() -> None:
             )
 
 
+def nearest_backward() -> None:
+    """torch-cuda-nearest-backward-index-rounding (second GPU session of 2026-11-26): the input pixels that the
+    forward reads and the backward credits, on each device, where dst * in / out is a whole number."""
+    for n_in, n_out in ((238, 26), (119, 17), (9, 1), (7, 1)):
+        for dtype in (torch.float32, torch.float64):
+            for device in ("cpu", "cuda"):
+                x = torch.arange(n_in, dtype=dtype, device=device).reshape(1, 1, 1, n_in).requires_grad_(True)
+                y = F.interpolate(x, size=(1, n_out), mode="nearest")
+                y.sum().backward()
+                read = {int(v) for v in y.detach().flatten().tolist()}
+                credited = {int(i) for i in x.grad.flatten().nonzero().flatten().tolist()}
+                print(
+                    f"nearest {n_in} -> {n_out} {str(dtype)[6:]} on {device:4}: read but not credited "
+                    f"{sorted(read - credited)}, credited but not read {sorted(credited - read)}"
+                )
+
+
 def kornia_center_crop() -> None:
     """kornia-1799-center-crop-grid-rounding-cuda: ulps between the devices where the answer is a copy."""
     import kornia
@@ -43,4 +60,5 @@ def kornia_center_crop() -> None:
 if __name__ == "__main__":
     pad_layout()
     nearest_exact_backward()
+    nearest_backward()
     kornia_center_crop()

@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# How the suite is run on a lent GPU machine. No network there: kornia and kornia-rs travel as wheels
-# in .whl/ (README.md of the device tool); the machine's own torch/torchvision are used.
+# How the suite is run on a lent GPU machine. No network there: kornia, kornia-rs and duckdb travel as
+# wheels in .whl/ (README.md of the device tool); the machine's own torch/torchvision are used.
 # Usage there: bash docs/gpu-runs/run.sh SUITE_SECONDS TESTS_SECONDS [extra `conformance run` args...]
 # (TESTS_K=EXPR runs only the harness tests that -k EXPR selects; SWEEP_CASES=N adds the nvJPEG sweep)
 # The wheels, made here first (the machine's Python is 3.12; .whl/ is ignored by git, carried by the call):
 #   echo /.whl/ >> .git/info/exclude
-#   for w in kornia==0.9.0 kornia-rs; do python3 -m pip download --no-deps --only-binary=:all: \
+#   for w in kornia==0.9.0 kornia-rs duckdb; do python3 -m pip download --no-deps --only-binary=:all: \
 #     --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
 #     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl "$w"; done
 set -u
 suite_s=${1:-360}; tests_s=${2:-150}; shift 2 || true
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+# into the interpreter's own environment, so that the harness tests' child processes see them too (installed
+# with --target and PYTHONPATH, four of those tests could not import kornia); --target where it is read-only
+if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl; then
+  export PYTHONPATH=$PWD
+else
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+export PYTHONUNBUFFERED=1
 # the pytest11 entry point, for the harness tests' pytester runs (offline: no build isolation, no index)
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . > /tmp/editable.log 2>&1 || tail -5 /tmp/editable.log
 out=${OUT:-/tmp/out}; mkdir -p "$out"
