@@ -19,7 +19,7 @@ def pad_layout() -> None:
 
 
 def nearest_exact_backward() -> None:
-    """torch-cuda-nearest-exact-backward-index-rounding: where the forward reads, where the backward credits."""
+    """torch-cuda-nearest-backward-index-rounding, nearest-exact: where the forward reads, the backward credits."""
     for width in (6, 10, 12, 7):
         for device in ("cpu", "cuda"):
             x = torch.arange(width, dtype=torch.float32, device=device).reshape(1, 1, 1, width).requires_grad_(True)
@@ -32,7 +32,7 @@ def nearest_exact_backward() -> None:
 
 
 def nearest_backward() -> None:
-    """torch-cuda-nearest-backward-index-rounding (second GPU session of 2026-11-26): the input pixels that the
+    """torch-cuda-nearest-backward-index-rounding, nearest (second GPU session of 2026-11-26): the input pixels that the
     forward reads and the backward credits, on each device, where dst * in / out is a whole number."""
     for n_in, n_out in ((238, 26), (119, 17), (9, 1), (7, 1)):
         for dtype in (torch.float32, torch.float64):
