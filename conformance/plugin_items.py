@@ -177,7 +177,7 @@ def pytest_runtest_call(item: pytest.Item):
         result = yield
     except BaseException as failure:
         stopped = interrupts.requested() is not None or interrupts.is_interrupt(failure)
-        run.end_item(passed=False, interrupted=stopped)
+        run.end_item(passed=False, interrupted=stopped, raised=failure)
         if stopped and not isinstance(failure, KeyboardInterrupt):  # e.g. inside hypothesis' exception group
             raise KeyboardInterrupt(interrupts.requested() or "interrupted") from failure
         if (
@@ -247,6 +247,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.wasxfail = item.stash[XFAIL]
     if report.failed and call.excinfo is not None and is_conformance_failure(call.excinfo.value):
         report.longrepr = finding_text(call.excinfo.value)  # the finding, without the harness's frames
+    if report.failed and call.excinfo is not None and not interrupts.is_interrupt(call.excinfo.value):
+        info = _item_info(item)
+        if info is not None:  # the summary must count every item pytest fails (a recorded one is left alone)
+            first = (str(call.excinfo.value).strip().splitlines() or [""])[0]
+            run_of(item.config).record_failed(info, report.when, f"{call.excinfo.typename}: {first}"[:2000])
     if report.skipped and not hasattr(report, "wasxfail") and report.when in ("setup", "call"):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = reason.removeprefix("Skipped: ")  # pytest's prefix for a skip raised inside the test

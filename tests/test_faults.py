@@ -247,3 +247,65 @@ def test_an_interrupt_in_hypothesis_final_replay_still_stops_the_run(project):
     assert signal.getsignal(signal.SIGTERM) is before  # the run gave back the handler it replaced
     ended = summary(project)
     assert ended["complete"] is False and ended["interrupted"]
+
+
+CRASHING_BUILD = """
+from planted_ops import *
+from conformance import ModuleOp, kornia_parameters
+
+def build(params):
+    raise TypeError("__init__() got an unexpected keyword argument 'fill_value' (planted)")
+
+def sample_raises(module, image, params):
+    raise RuntimeError("the sampler raised (planted)")
+
+def recipes(dtype):
+    return image_recipes(dtype, max_side=20, contents=["noise"], min_batch_dims=1, max_batch_dims=1)
+
+def spec(name, module):
+    return OpSpec(name=name, module=module, reference=bilinear_reference, dtypes=("float32",), modes=("bilinear",),
+                  params=size_params, recipes=recipes,
+                  tolerances=[Rule(Tolerance("float", atol=1e-4, reason="float32"), dtype="float*")])
+
+test_crash_build = spec("crash_build", ModuleOp(build=build, sample=kornia_parameters)).test()
+test_crash_sampler = spec(
+    "crash_sampler", ModuleOp(build=lambda p: torch.nn.Identity(), sample=sample_raises)
+).test()
+test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
+"""
+
+
+def test_an_item_that_raises_before_any_check_is_an_error_in_every_summary_as_in_pytest(project):
+    """A module whose constructor raises (an older release without a keyword) or whose sampler raises fails its
+    items in pytest before any check is recorded; the summary, summary.md and the dashboard must say so too
+    (they counted such items as passes)."""
+    import xml.etree.ElementTree as ET
+
+    from report_pages import page_data
+
+    project.makepyfile(test_crashing=CRASHING_BUILD)
+    result = project.runpytest_inprocess(*QUICK, "--targets=cpu,vcuda:1", "--junitxml=junit.xml")
+    failed_in_pytest = set()
+    passed_in_pytest = set()
+    for case in ET.parse(project.path / "junit.xml").getroot().iter("testcase"):
+        failed = case.find("failure") is not None or case.find("error") is not None
+        (failed_in_pytest if failed else passed_in_pytest).add(case.get("name"))
+    assert failed_in_pytest and all(n.startswith(("test_crash_build", "test_crash_sampler")) for n in failed_in_pytest)
+    run = project.path / "reports" / "latest"
+    summary = json.loads((run / "summary.json").read_text())
+    by_item = {
+        f"test_{g['op']}[{g['target']}-{g['dtype']}-{g['mode']}-{g['check']}]": g["verdict"] for g in summary["groups"]
+    }
+    assert {n for n, v in by_item.items() if v in ("fail", "error")} == failed_in_pytest
+    assert all(by_item.get(n) in ("pass", "skipped", "known_issue", "warning", None) for n in passed_in_pytest)
+    assert summary["totals"].get("error", 0) + summary["totals"].get("fail", 0) >= len(failed_in_pytest)
+    crash = next(g for g in summary["groups"] if g["op"] == "crash_build")
+    assert crash["verdict"] == "error"
+    markdown = (run / "summary.md").read_text()
+    assert f"{len(failed_in_pytest)} new failures" in markdown
+    data = page_data(run / "index.html")
+    assert data["tone"] == "red"
+    failures = [n for n in data["new"] if n["kind"] == "failure"]
+    assert len(failures) == len(failed_in_pytest)
+    assert "raised before any check" in json.dumps(data)
+    result.assert_outcomes(failed=len(failed_in_pytest), passed=len(passed_in_pytest))

@@ -67,6 +67,9 @@ class ConformanceRun:
         self.item: ItemState | None = None
         self.narrowed: dict[str, str] = {}  # op -> why its inputs are narrowed for the imported library
         self.knows_items = False
+        # items whose failure is in the store (an unexpected example, an item-level fail or error): any other item
+        # that pytest fails gets an item-level error record, so the summary never counts it as a pass
+        self.failures_recorded: set[str] = set()
         self._applicable: dict[tuple[str, ...], list[ki.KnownIssue]] = {}  # the known issues an item is about
 
     def __repr__(self) -> str:  # shown in hypothesis' "Failing test case" block
@@ -124,12 +127,19 @@ class ConformanceRun:
         self.recorder.item_started(state, self.issues.first_seen(issues))
         return None
 
-    def end_item(self, passed: bool, interrupted: bool = False) -> ItemEnd:
-        """After the item's cases: what it comes to (an xfail, an item-level failure, a skip, warnings)."""
+    def end_item(self, passed: bool, interrupted: bool = False, raised: BaseException | None = None) -> ItemEnd:
+        """After the item's cases: what it comes to (an xfail, an item-level failure, a skip, warnings).  An item
+        that raised something other than a recorded finding (the harness, a sampler or a module's constructor
+        raising before any check) is recorded as an item-level error, never left as a pass."""
         state, self.item = self.item, None
         if state is None:
             return ItemEnd()
         info = state.info
+        if state.failure_seen:
+            self.failures_recorded.add(info.nodeid)
+        elif not passed and not interrupted:
+            self.recorder.item_verdict(state, "error", raised_before_checks(raised))
+            self.failures_recorded.add(info.nodeid)
         staleness = (
             ki.Staleness()
             if self.replay is not None
@@ -147,11 +157,22 @@ class ConformanceRun:
         ended = verdict(state, staleness)
         if ended.fail:
             self.recorder.item_verdict(state, "fail", ended.fail)
+            self.failures_recorded.add(info.nodeid)
         return ended
 
     def record_skip(self, info: ItemInfo, reason: str) -> None:
         base = self.recorder.records.base(info.test, info.spec.name, self.targets[info.target], info.dtype, info.mode)
         self.recorder.skipped(base, info.nodeid, info.check, reason)
+
+    def record_failed(self, info: ItemInfo, when: str, message: str) -> None:
+        """pytest failed the item outside its cases (its setup or teardown, or a warning under --fail-on-warning)
+        and nothing in the store says so yet: an item-level error, so the summary agrees with pytest."""
+        if info.nodeid in self.failures_recorded:
+            return
+        self.failures_recorded.add(info.nodeid)
+        base = self.recorder.records.base(info.test, info.spec.name, self.targets[info.target], info.dtype, info.mode)
+        message = f"the item failed in its {when}: {message}"
+        self.recorder.records.item_verdict(base, info.nodeid, info.check, "error", message)
 
     # -- cases shared across targets ---------------------------------------------------
     def plan(self) -> list[Case] | None:
@@ -250,3 +271,11 @@ class ConformanceRun:
         """The rerun line; it names a compiled target, which the default selection leaves out."""
         line = f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case.to_json())}"
         return line + (f" --targets {shlex.quote(target.name)}" if target is not None and target.compiled else "")
+
+
+def raised_before_checks(raised: BaseException | None) -> str:
+    """What an item that raised outside the checks' findings is recorded as saying (its exception's first line)."""
+    if raised is None:
+        return "the item raised before any check was recorded"
+    first = (str(raised).strip().splitlines() or [""])[0]
+    return f"the item raised before any check was recorded: {type(raised).__name__}: {first}"[:2000]
