@@ -4,18 +4,20 @@ The public API for case modules (every name a case module needs, importable from
   OpSpec          declare an op (call, reference, params, tolerances)
   ModuleOp        an nn.Module op for OpSpec(module=...): build, forward, random params, unmoved promise
   ExpectedError   what an invalid input must raise, for OpSpec(error_modes=...)
+  Accepted        a library's documented acceptance of an invalid input, for Implementation(accepts=...)
   Operation, Implementation, keywords, OMIT
                   one operation implemented by several libraries (conformance.spec.operations, .implementations)
   TV2, TV1, TVIO, KORNIA, PILLOW, OPENCV, TORCHCODEC
                   the libraries' names for Implementation(library=...)
+  TORCHVISION_PIL torchvision's words on PIL input, for OpSpec(pil_input=...) (the `pil` check)
   Tolerance, Rule tolerance policies with reasons, scoped by check/dtype/mode/target
   Gradient        an op's promise that it is differentiable, for OpSpec(gradient=...) or Operation(gradient=...)
   kornia_parameters
                   a kornia augmentation's sampler, for ModuleOp(sample=...): parameters drawn once, replayed
-  Case, Recipe, CONTENTS, materialize, to_float64
-                  cases and image recipes, and their pixels
-  image_recipes, sides
-                  hypothesis strategies of image recipes and sizes
+  Case, Recipe, CONTENTS, materialize, peak, to_float64
+                  cases and image recipes, their pixels, and the value of white in a dtype
+  image_recipes, empty_recipes, sides
+                  hypothesis strategies of image recipes (and of images with no pixels) and sizes
   batched, per_host_image, pillow_image_op
                   adapters for libraries that take images one at a time, on the host
   versions        the imported library versions (for `narrowed` strategies and preconditions)
@@ -31,14 +33,17 @@ from typing import Any
 _PUBLIC = {
     "versions": "conformance.spec.versions",
     **dict.fromkeys(("Rule", "Tolerance"), "conformance.spec.tolerances"),
-    **dict.fromkeys(("Case", "Recipe", "CONTENTS", "materialize", "to_float64"), "conformance.spec.recipes"),
-    **dict.fromkeys(("ExpectedError", "ModuleOp", "OpSpec"), "conformance.spec.opspec"),
+    **dict.fromkeys(("Case", "Recipe", "CONTENTS", "materialize", "peak", "to_float64"), "conformance.spec.recipes"),
+    **dict.fromkeys(("Accepted", "ExpectedError", "ModuleOp", "OpSpec"), "conformance.spec.opspec"),
     "Operation": "conformance.spec.operations",
     "Gradient": "conformance.spec.gradients",
     "kornia_parameters": "conformance.spec.sampled",
     **dict.fromkeys(("Implementation", "keywords", "OMIT"), "conformance.spec.implementations"),
-    **dict.fromkeys(("TV2", "TV1", "TVIO", "KORNIA", "PILLOW", "OPENCV", "TORCHCODEC"), "conformance.spec.libraries"),
-    **dict.fromkeys(("image_recipes", "sides"), "conformance.spec.strategies"),
+    **dict.fromkeys(
+        ("TV2", "TV1", "TVIO", "KORNIA", "PILLOW", "OPENCV", "TORCHCODEC", "TORCHVISION_PIL"),
+        "conformance.spec.libraries",
+    ),
+    **dict.fromkeys(("empty_recipes", "image_recipes", "sides"), "conformance.spec.strategies"),
     **dict.fromkeys(("batched", "per_host_image", "pillow_image_op"), "conformance.spec.adapters"),
 }
 __all__ = sorted(_PUBLIC)

@@ -1,5 +1,6 @@
 """Recipes describe images exactly, round-trip through JSON, and shrink toward simple images."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -8,7 +9,7 @@ import torch
 from hypothesis import find, given, settings
 
 from conformance.checks.basic import memory_formats
-from conformance.spec.recipes import Case, Recipe, RecipeError, materialize, to_float64
+from conformance.spec.recipes import LAYOUTS, Case, Recipe, RecipeError, materialize, peak, to_float64
 from conformance.spec.strategies import image_recipes
 
 
@@ -51,7 +52,9 @@ def test_case_json_round_trip():
     [
         ("{not json", "not valid JSON"),
         ('{"op": "resize"}', '"op", "recipe"'),
-        ('{"op": "r", "recipe": {"height": 0, "width": 1}}', "positive"),
+        ('{"op": "r", "recipe": {"height": -1, "width": 1}}', "non-negative"),
+        ('{"op": "r", "recipe": {"height": 1, "width": 1, "channels": 0}}', "positive"),
+        ('{"op": "r", "recipe": {"height": 2, "width": 2, "batch": [1], "layout": "batch_strided"}}', "2 or more"),
         ('{"op": "r", "recipe": {"height": 1, "width": 1, "dtype": "int7"}}', "unknown dtype"),
         ('{"op": "r", "recipe": {"height": 1, "width": 1, "colour": 1}}', "unknown recipe fields"),
         ('{"op": "r", "recipe": {"height": 1, "width": 1}, "params": []}', "params"),
@@ -96,7 +99,7 @@ def test_recipe_strategy_covers_the_promised_space():
         seen["strip"] |= recipe.height == 1 and recipe.width > 1
 
     collect()
-    assert seen["layout"] == {"contiguous", "channels_last", "strided"}
+    assert seen["layout"] == {"contiguous", "channels_last", "strided", "batch_strided", "batch_transposed", "view"}
     assert seen["channels"] == {1, 3, 4} and seen["batch_dims"] == {0, 1, 2} and seen["strip"]
     assert len(seen["content"]) == 6
 
@@ -116,3 +119,27 @@ def test_a_recipe_larger_than_the_machine_is_refused_before_anything_is_allocate
         recipes.synthesize_unit(big)
     small = Recipe(height=8, width=8, channels=3, batch=(), dtype="uint8", layout="contiguous", content="noise", seed=0)
     assert recipes.synthesize_unit(small).shape == (3, 8, 8)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_holds_the_same_values_in_its_own_memory_arrangement(layout):
+    """The batch layouts are what pipelines hand over: a sliced batch, a channel-major batch seen transposed, a
+    window into a larger tensor; each holds the recipe's values, in memory that is not one dense block."""
+    recipe = Recipe(3, 4, channels=2, batch=(2, 3), dtype="uint16", layout=layout, seed=5)
+    dense = materialize(dataclasses.replace(recipe, layout="contiguous"))
+    tensor = materialize(recipe)
+    assert tensor.dtype == torch.uint16 and torch.equal(tensor, dense)
+    assert tensor.is_contiguous() == (layout == "contiguous")
+    if layout == "batch_strided":
+        assert tensor.stride(0) == 2 * tensor[0].numel()
+    if layout == "batch_transposed":
+        assert tensor.stride(-3) > tensor.stride(0)  # the channels are outermost in memory
+    if layout == "view":
+        assert tensor.storage_offset() > 0
+
+
+def test_an_empty_recipe_has_no_pixels_and_integer_white_is_the_dtypes_largest_value():
+    assert materialize(Recipe(0, 5, channels=3, batch=(2,))).shape == (2, 3, 0, 5)
+    assert Recipe(4, 0).empty and not Recipe(1, 1).empty
+    assert int(materialize(Recipe(2, 2, dtype="uint16", content="extremes", seed=1)).to(torch.int32).max()) == 65535
+    assert (peak("uint8"), peak("uint16"), peak("float16")) == (255.0, 65535.0, 1.0)

@@ -3,14 +3,18 @@
   error           the op raised; in an error mode, it did not raise the named exception class
   placement       output on the input's device; on accelerators also no device mixing, no image data
                   copied between host and device, module tensors follow `.to()`
-  invariants      dtype, shape and memory format kept; input not mutated
+  invariants      dtype, shape and memory format kept; a finite input gives a finite output; input not mutated
   reference       output against the independent float64 reference
   fidelity        lossy ops: PSNR against the input close to the reference's
   cross_device    an accelerator's output against the cpu's, failing on the side that diverges
+  compiled        a compiled target's output against eager on the same device
   batch           a batch's output is its samples' outputs one by one (ops that promise it)
+  pil             a function that takes PIL images: one image as a PIL image, against the reference
   unmoved         a module left on the cpu keeps its promise with a device input
   sampling        a random module's own sampler on the target
   constant_upload constants copied to the device on every call (a warning)
+  gradient        the backward pass against central differences of a float64 function
+  gradient_device an accelerator's gradient against the cpu's
   baseline        with --baseline DIR: the output against another build's for the same case
 
 Each is its own pytest item.  They read a `CaseContext` (`context`), which the engine builds; `peers`

@@ -129,12 +129,27 @@ def _view_of(output: torch.Tensor, tensor_in: torch.Tensor) -> bool:
 def expected_shape(ctx: CaseContext) -> tuple[int, ...] | None:
     """The reference's shape; for an op without a reference (a swept transform) the cpu's output's, on
     another target (on the cpu itself nothing says what the shape should be)."""
-    if ctx.spec.reference is not None:
+    if ctx.spec.reference_in(ctx.mode) is not None:
         return tuple(ctx.expected.shape)
     twin = ctx.cpu
     if twin is not None and twin.returned_tensor:
         return tuple(twin.run.output.shape)
     return None
+
+
+def _non_finite(ctx: CaseContext, output: torch.Tensor) -> list[tuple[str, str]]:
+    """A finite input gives a finite output in every float dtype (inputs are always finite): an inf or NaN is an
+    overflow (a half-precision path) or a division by zero, whatever the reference says."""
+    if not output.is_floating_point() or not np.isfinite(ctx.source.values).all():
+        return []
+    values = ctx.output64
+    assert values is not None
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return []
+    where = [int(i) for i in np.argwhere(bad)[0]]
+    first = values[tuple(where)]
+    return [("non-finite", f"non-finite output: {int(bad.sum())} of {bad.size} values (first {first} at {where})")]
 
 
 def check_invariants(ctx: CaseContext) -> CheckOutcome | None:
@@ -164,6 +179,7 @@ def check_invariants(ctx: CaseContext) -> CheckOutcome | None:
                 f"memory format: input is {' or '.join(sorted(kept))}, output strides {tuple(output.stride())} are not",
             )
         )
+    problems += _non_finite(ctx, output)
     after = host_tensor(tensor_in)
     source = ctx.source
     if not torch.equal(after, source.dense):  # inputs hold no NaN, so equal values mean untouched
@@ -194,7 +210,8 @@ register(
         "invariants",
         30,
         "input",
-        "output not a tensor, wrong dtype or shape, layout not kept, input mutated",
+        "output not a tensor, wrong dtype or shape, layout not kept, a non-finite value from a finite input, input "
+        "mutated",
         valid_inputs,
         check_invariants,
     )

@@ -23,7 +23,7 @@ from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import ExpectedError, OpSpec, Sampled
 from conformance.spec.overrides import Override
-from conformance.spec.recipes import Case, Recipe, apply_layout, materialize, to_float64
+from conformance.spec.recipes import INTEGER_PEAKS, Case, Recipe, apply_layout, materialize, to_float64
 from conformance.spec.tolerances import Tolerance
 from conformance.store.outputs import BaselineOutputs
 
@@ -60,9 +60,9 @@ class InputImage:
 
 
 def expected_output(ideal: np.ndarray, dtype: str) -> np.ndarray:
-    """The reference in the output dtype's meaning: uint8 is rounded and saturated."""
-    if dtype == "uint8":
-        return np.clip(np.rint(ideal), 0, 255)
+    """The reference in the output dtype's meaning: an integer image is rounded and saturated."""
+    if dtype in INTEGER_PEAKS:
+        return np.clip(np.rint(ideal), 0, INTEGER_PEAKS[dtype])
     return ideal
 
 

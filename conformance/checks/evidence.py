@@ -15,7 +15,7 @@ from conformance.spec.recipes import to_float64
 
 def arrays(ctx: CaseContext) -> dict[str, np.ndarray]:
     kept: dict[str, np.ndarray] = {"input": ctx.source.values}
-    if ctx.expected_error is None and ctx.run.error is None and ctx.spec.reference is not None:
+    if ctx.expected_error is None and ctx.run.error is None and ctx.spec.reference_in(ctx.mode) is not None:
         kept["reference"] = ctx.expected
     if ctx.output64 is not None:
         kept["output"] = ctx.output64

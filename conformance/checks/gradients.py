@@ -37,7 +37,7 @@ from conformance.devices.runs import OpRun
 from conformance.devices.targets import CPU
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec, Sampled
-from conformance.spec.recipes import Case, to_float64
+from conformance.spec.recipes import INTEGER_PEAKS, Case, to_float64
 from conformance.spec.tolerances import Metrics
 
 DIRECTIONS = 2  # random directions per case: a wrong term hides from both with negligible probability
@@ -126,7 +126,11 @@ def _estimated_function(spec: OpSpec, case: Case, sampled: Sampled | None) -> An
 def probe_of(ctx: CaseContext) -> Probe:
     # the engine's cached reference is f(values) itself where it is the unrounded reference (not a uint8 output,
     # which expected_output rounds): the same float64 values, computed once for the reference check
-    reused = ctx.spec.gradient is not None and ctx.spec.gradient.estimate == "reference" and ctx.output_dtype != "uint8"
+    reused = (
+        ctx.spec.gradient is not None
+        and ctx.spec.gradient.estimate == "reference"
+        and ctx.output_dtype not in INTEGER_PEAKS
+    )
     found: Probe = ctx.inputs.derived(
         "gradient",
         lambda: make_probe(
@@ -258,7 +262,7 @@ def check_gradient_device(ctx: CaseContext) -> CheckOutcome | None:
 
 
 def _differentiable(spec: OpSpec, dtype: str, mode: str) -> bool:
-    return spec.gradient is not None and mode not in spec.error_modes and spec.gradient.covers(dtype, mode)
+    return spec.gradient is not None and spec.in_domain(mode) and spec.gradient.covers(dtype, mode)
 
 
 register(
@@ -268,7 +272,7 @@ register(
         "estimate",
         "the backward pass (a random cotangent's VJP along random directions) vs central differences of the "
         "float64 reference",
-        lambda spec, target, mode: spec.gradient is not None and mode not in spec.error_modes,
+        lambda spec, target, mode: spec.gradient is not None and spec.in_domain(mode),
         check_gradient,
         variant=_differentiable,
         judges_values=True,
@@ -280,9 +284,7 @@ register(
         63,
         "cpu",
         "an accelerator's (or compiled target's) gradient vs the cpu's (eager's) for the same cotangent",
-        lambda spec, target, mode: (
-            spec.gradient is not None and mode not in spec.error_modes and target.twin is not None
-        ),
+        lambda spec, target, mode: spec.gradient is not None and spec.in_domain(mode) and target.twin is not None,
         check_gradient_device,
         variant=_differentiable,
         judges_values=True,

@@ -26,7 +26,7 @@ from conformance.checks.context import CaseContext
 from conformance.devices.targets import CPU, Target
 from conformance.spec.implementations import OMIT
 from conformance.spec.opspec import OpSpec
-from conformance.spec.recipes import Case
+from conformance.spec.recipes import Case, peak
 
 _UNMET: dict[str, str | None] = {}
 
@@ -128,10 +128,10 @@ def measure(
             found[name]["skipped"] = problem
             continue
         max_abs, mse = difference(mine, other.output64)
-        peak = 255.0 if ctx.output_dtype == "uint8" else 1.0
+        white = peak(ctx.output_dtype)
         found[name].update(
             max_abs=max_abs,
-            psnr=math.inf if mse == 0 else 10 * math.log10(peak**2 / mse) if mse < math.inf else -math.inf,
+            psnr=math.inf if mse == 0 else 10 * math.log10(white**2 / mse) if mse < math.inf else -math.inf,
         )
         outputs[name] = other.output64
     return found, outputs

@@ -20,6 +20,7 @@ import numpy as np
 from conformance.checks.context import CaseContext
 from conformance.devices.targets import Target
 from conformance.spec.opspec import OpSpec
+from conformance.spec.recipes import peak
 from conformance.spec.tolerances import Metrics, Tolerance, measure
 
 
@@ -126,7 +127,7 @@ def always(spec: OpSpec, target: Target, mode: str) -> bool:
 
 # -- shared by the value checks -------------------------------------------------------------
 def data_range(dtype: str) -> float:
-    return 255.0 if dtype == "uint8" else 1.0
+    return peak(dtype)
 
 
 def compare_check(

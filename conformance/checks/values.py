@@ -25,7 +25,7 @@ from conformance.spec.tolerances import Metrics
 def check_reference(ctx: CaseContext) -> CheckOutcome | None:
     """The output against the reference; an operation's implementation also carries the cross-library
     measurement against the other libraries (`details["peers"]`, a measurement, not a verdict)."""
-    if not ctx.returned_tensor or ctx.spec.reference is None:  # a swept transform has no reference
+    if not ctx.returned_tensor or ctx.spec.reference_in(ctx.mode) is None:  # a swept transform has no reference
         return None
     tolerance = ctx.tolerance("reference")
     cpu = ctx.cpu
@@ -159,7 +159,7 @@ register(
         40,
         "reference",
         "output vs the independent float64 reference, under the op's tolerance",
-        lambda spec, target, mode: spec.reference is not None and valid_inputs(spec, target, mode),
+        lambda spec, target, mode: spec.reference_in(mode) is not None and valid_inputs(spec, target, mode),
         check_reference,
         output_only=True,
         judges_values=True,
@@ -173,7 +173,7 @@ register(
         "input",
         "lossy ops: PSNR against the input more than the op's margin below the reference's",
         lambda spec, target, mode: (
-            spec.fidelity is not None and spec.reference is not None and valid_inputs(spec, target, mode)
+            spec.fidelity is not None and spec.reference_in(mode) is not None and valid_inputs(spec, target, mode)
         ),
         check_fidelity,
         output_only=True,

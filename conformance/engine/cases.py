@@ -99,27 +99,26 @@ class CaseCache:
             (spec.name, case.key, "sampled"), lambda: _Sized(sample_params(spec, source.on(CPU), case))
         ).value
 
-    def _reference(self, spec: OpSpec, case: Case, source: InputImage, sampled: Any) -> np.ndarray:
+    def _reference(self, spec: OpSpec, case: Case, source: InputImage, sampled: Any, mode: str) -> np.ndarray:
         def compute() -> _Sized:
-            if spec.reference is None:
-                raise LookupError(f"{spec.name} has no reference: no check of it may ask for one")
-            ideal = (
-                spec.reference(source.values, case) if sampled is None else spec.reference(source.values, case, sampled)
-            )
+            reference = spec.reference_in(mode)
+            if reference is None:
+                raise LookupError(f"{spec.name} has no reference in mode {mode}: no check of it may ask for one")
+            ideal = reference(source.values, case) if sampled is None else reference(source.values, case, sampled)
             found = expected_output(ideal, spec.output_dtype_of(case))
             return _Sized(found, found.nbytes)
 
         value: np.ndarray = self._get((spec.name, case.key, "reference"), compute).value
         return value
 
-    def inputs(self, spec: OpSpec, case: Case) -> CaseInputs:
+    def inputs(self, spec: OpSpec, case: Case, mode: str) -> CaseInputs:
         source, sampled = self.input(case), self.sampled(spec, case)
         return CaseInputs(
             spec,
             case,
             source,
             sampled,
-            lambda: self._reference(spec, case, source, sampled),
+            lambda: self._reference(spec, case, source, sampled, mode),
             lambda name, compute: self._get((spec.name, case.key, name), compute),
         )
 
@@ -135,7 +134,7 @@ class CaseCache:
             return found
         cpu = self.context(spec, case, target.twin, mode) if target.twin is not None else None
         try:
-            inputs = self.inputs(spec, case)
+            inputs = self.inputs(spec, case, mode)
             placed = inputs.source.on(target)
         except (MemoryError, RuntimeError) as exc:  # torch.OutOfMemoryError is a RuntimeError
             if (

@@ -114,7 +114,7 @@ def measure(
 
 
 def timed_variants(spec: OpSpec) -> list[tuple[str, str]]:
-    return [(d, m) for d, m in spec.variant_pairs() if d in TIMED_DTYPES and m not in spec.error_modes]
+    return [(d, m) for d, m in spec.variant_pairs() if d in TIMED_DTYPES and spec.in_domain(m)]
 
 
 def measure_all(

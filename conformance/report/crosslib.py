@@ -21,6 +21,7 @@ import numpy as np
 from conformance.report import pictures
 from conformance.report.figures import artifact_path
 from conformance.spec.libraries import ORDER
+from conformance.spec.recipes import peak
 from conformance.store.tally import VERDICT_ORDER
 
 MAX_CARDS = 400  # worst-case cards with pictures; beyond that cells show their numbers only
@@ -217,7 +218,7 @@ def _comparison(record: dict[str, Any], path: Path | None) -> dict[str, Any]:
             arrays = {name: stored[name].astype(np.float64) for name in stored.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile):
         return shown | {"missing": f"{record.get('artifact')} could not be read"}
-    peak = 255.0 if record.get("dtype") == "uint8" else 1.0
+    white = peak(str(record.get("dtype")))
     other = "reference" if against == "reference" else "peer"
     panels = []
     for name, label in (
@@ -227,12 +228,12 @@ def _comparison(record: dict[str, Any], path: Path | None) -> dict[str, Any]:
         ("output", f"{record.get('op')} output"),
     ):
         if name in arrays and arrays[name].ndim >= 2:
-            panels.append({"label": label, "image": pictures.embed(pictures.to_picture(arrays[name], peak))})
+            panels.append({"label": label, "image": pictures.embed(pictures.to_picture(arrays[name], white))})
     shown["panels"] = panels
     if "output" in arrays and other in arrays and arrays["output"].shape == arrays[other].shape:
         diff = pictures.difference(arrays["output"], arrays[other])
         finite = diff[np.isfinite(diff)]
         top = float(finite.max()) if finite.size else 0.0
         shown["heatmap"] = pictures.embed(pictures.heatmap(diff, top))
-        shown["scale"] = pictures.scale_label(top, "levels" if peak == 255 else "")
+        shown["scale"] = pictures.scale_label(top, "levels" if white > 1 else "")
     return shown

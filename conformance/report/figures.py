@@ -12,10 +12,7 @@ from typing import Any
 import numpy as np
 
 from conformance.report import pictures
-
-
-def _peak(dtype: str) -> float:
-    return 255.0 if dtype == "uint8" else 1.0
+from conformance.spec.recipes import peak
 
 
 def detail_figures(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
@@ -32,7 +29,7 @@ def detail_figures(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
             arrays = {name: stored[name].astype(np.float64) for name in stored.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # a truncated or foreign file: no pictures
         return {"damaged": f"{record['artifact']} could not be read"}
-    peak = _peak(record["dtype"])
+    white = peak(record["dtype"])
     panels: list[dict[str, Any]] = []
     for name, label in (
         ("input", "input"),
@@ -44,8 +41,8 @@ def detail_figures(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         ("gradient", f"{record['target']} gradient"),
     ):
         if name in arrays and arrays[name].ndim >= 2:
-            values = _spread(arrays[name], peak) if name.endswith("gradient") else arrays[name]
-            picture = pictures.to_picture(values, peak)
+            values = _spread(arrays[name], white) if name.endswith("gradient") else arrays[name]
+            picture = pictures.to_picture(values, white)
             panels.append({"label": label, "image": pictures.embed(picture), "picture": picture})
     found: dict[str, Any] = {"panels": panels}
     against = record.get("against") if record.get("against") in ("cpu", "baseline") else "reference"
@@ -59,7 +56,7 @@ def detail_figures(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         tolerance = (record.get("tolerance") or {}).get("atol")
         found["against"] = against
         found["heatmap"] = pictures.embed(pictures.heatmap(diff, top))
-        found["scale"] = pictures.scale_label(top, "levels" if peak == 255 else "")
+        found["scale"] = pictures.scale_label(top, "levels" if white > 1 else "")
         found["histogram"] = pictures.embed(pictures.histogram(diff, tolerance), side=None)
         if max(diff.shape) > 2 * pictures.CROP_RADIUS + 1:
             row, col = np.unravel_index(int(np.argmax(np.where(np.isfinite(diff), diff, np.inf))), diff.shape)

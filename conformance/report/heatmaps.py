@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from conformance.spec.libraries import ORDER
+from conformance.spec.recipes import peak
 
 
 def _library_order(library: str) -> tuple[int, str]:
@@ -29,7 +30,7 @@ def tolerance_colour(value: float, atol: Any) -> str:
 
 def share_colour(value: float, dtype: str) -> str:
     """Light to dark by the difference's share of the range (255 levels, or 1.0), from 1e-6 to all of it."""
-    share = value / (255.0 if dtype == "uint8" else 1.0)
+    share = value / peak(dtype)
     step = 0.0 if share <= 0 else min(max((math.log10(share) + 6) / 6, 0.0), 1.0)
     return f"hsl({55 - 55 * step:.0f}, 85%, {92 - 47 * step:.0f}%)"
 

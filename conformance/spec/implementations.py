@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from conformance.spec.opspec import ExpectedError, ModuleOp
+from conformance.spec.opspec import ANY_ERROR, Accepted, ExpectedError, ModuleOp
 from conformance.spec.recipes import Case, Recipe
 from conformance.spec.tolerances import Rule
 
@@ -37,7 +37,13 @@ class Implementation:
                in the operation's units (a value, or a function of the other params).
     dtypes, modes: the subset of the operation's it implements (default: all).
     raises:    error mode -> what this library raises for that invalid input (a class, classes, or an
-               ExpectedError); error modes it does not reject are left out of its variants.
+               ExpectedError).
+    accepts:   error mode -> Accepted: an invalid input this library documents accepting (its words, and the
+               valid params it then stands for).  An error mode in neither is held to raising some exception:
+               a library that returns a result there fails (or is a known issue), which is how the run says
+               which libraries accept what the others refuse.
+    not_applicable: error mode -> why this library has no such input (it takes no such parameter): no items.
+               `modes` restricts the valid modes only.
     tolerances: rules tried before the operation's (e.g. a library computing in fixed point).
     host_only: why it runs on the cpu only (a host library such as Pillow or OpenCV): no items on
                other targets; accelerators' implementations are compared with its cpu output.
@@ -55,6 +61,8 @@ class Implementation:
     dtypes: Sequence[str] | None = None
     modes: Sequence[str] | None = None
     raises: Mapping[str, Any] = field(default_factory=dict)
+    accepts: Mapping[str, Accepted] = field(default_factory=dict)
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
     tolerances: Sequence[Rule] = ()
     host_only: str = ""
     recipes: Callable[[str], st.SearchStrategy[Recipe]] | None = None
@@ -93,6 +101,9 @@ def keywords(params: Mapping[str, Any], **mapping: str | tuple[str, Callable[[An
 
 
 def expected_error(why: str, raised: Any) -> ExpectedError:
+    """What an error mode's invalid input must raise: the library's declared class, else any exception."""
+    if raised is None:
+        return ExpectedError(why, ANY_ERROR.raises)
     return raised if isinstance(raised, ExpectedError) else ExpectedError(why, raised)
 
 

@@ -15,6 +15,11 @@ from dataclasses import dataclass
 # The implementation names reports use (an Implementation's `library`)
 TV2, TV1, TVIO = "torchvision v2", "torchvision v1", "torchvision.io"
 KORNIA, PILLOW, OPENCV, TORCHCODEC = "kornia", "Pillow", "OpenCV", "TorchCodec"
+# torchvision's functionals (v1 and v2) take a PIL image wherever they take a tensor, through a path of their own
+TORCHVISION_PIL = (
+    "torchvision documents its functionals' image argument as 'img (PIL Image or Tensor)' (v1) and dispatches v2's "
+    "on the input's type, PIL.Image.Image among the registered ones"
+)
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,9 @@ class Operation:
                implementation that is not a host library (an implementation's spec={"gradient": None} opts out).
     optional:  keywords a case may leave out, so each library's default is exercised; or a function of
                the mode giving them (where leaving a keyword out would change what the mode means).
-    invalid:   error mode -> what is invalid about its inputs (implementations say what they raise).
+    invalid:   error mode -> what is invalid about its inputs: values just outside the documented domain.  Every
+               implementation gets its items: it must raise (the class it declares in `raises`, else any
+               exception), unless it documents accepting the input (`accepts`).
     Other fields are OpSpec's, shared by every implementation.
     """
 
@@ -131,11 +133,18 @@ class Operation:
                     f"operation {self.name!r}, {impl.library}: defaults for {sorted(unknown)}, which are "
                     f"not optional keywords of the operation ({self.optional_keywords()})"
                 )
-            unknown = set(impl.raises) - set(self.invalid)
+            unknown = (set(impl.raises) | set(impl.accepts) | set(impl.not_applicable)) - set(self.invalid)
             if unknown:
                 raise ValueError(
-                    f"operation {self.name!r}, {impl.library}: raises for {sorted(unknown)}, which are "
+                    f"operation {self.name!r}, {impl.library}: raises or accepts for {sorted(unknown)}, which are "
                     f"not error modes of the operation ({list(self.invalid)})"
+                )
+            declared = [set(impl.raises), set(impl.accepts), set(impl.not_applicable)]
+            twice = (declared[0] & declared[1]) | (declared[0] & declared[2]) | (declared[1] & declared[2])
+            if twice:
+                raise ValueError(
+                    f"operation {self.name!r}, {impl.library}: error modes {sorted(twice)} declared twice "
+                    f"(raises, accepts and not_applicable exclude each other)"
                 )
 
     def optional_in(self, mode: str) -> tuple[str, ...]:
@@ -165,8 +174,7 @@ class Operation:
             (d, m)
             for d, m in self.variant_pairs()
             if (impl.dtypes is None or d in impl.dtypes)
-            and (impl.modes is None or m in impl.modes)
-            and (m not in self.invalid or m in impl.raises)
+            and (m not in impl.not_applicable if m in self.invalid else impl.modes is None or m in impl.modes)
         ]
         if not pairs:
             raise ValueError(f"operation {self.name!r}: {name} implements none of its (dtype, mode) variants")
@@ -174,9 +182,13 @@ class Operation:
         if self.gradient is not None and not impl.host_only and any(d in self.gradient.dtypes for d, _ in pairs):
             fields.setdefault("gradient", self.gradient)  # a host library returns no autograd graph
         fields["params"] = _omitting(self.params, self.optional_in)
+        modes = {m for _, m in pairs}
         fields["error_modes"] = {
-            mode: expected_error(self.invalid[mode], raised) for mode, raised in impl.raises.items()
+            mode: expected_error(why, impl.raises.get(mode))
+            for mode, why in self.invalid.items()
+            if mode in modes and mode not in impl.accepts
         }
+        fields["accepted_modes"] = {mode: accepted for mode, accepted in impl.accepts.items() if mode in modes}
         if impl.recipes is not None:
             fields.pop("mode_recipes", None)
             fields["recipes"] = impl.recipes

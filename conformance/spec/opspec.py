@@ -105,6 +105,24 @@ class ExpectedError:
         return None
 
 
+ANY_ERROR = ExpectedError("", Exception)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A library's documented acceptance of an input outside the operation's domain (it clamps, wraps, treats a
+    value as another): the library's words and where they are, and, where they say what the input then means, the
+    valid params it stands for (`meaning`: params -> params), so the reference is held to that meaning.  Its items
+    check that the op returns a result there, finite, with the invariants kept and the same on every target."""
+
+    documentation: str
+    meaning: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.documentation.strip():
+            raise ValueError("Accepted(documentation=...) quotes the library's documentation and where it is")
+
+
 def _default_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
     return image_recipes(dtype=dtype)
 
@@ -140,12 +158,16 @@ class OpSpec:
                  input (e.g. PIL mode "LA" needs 2 channels).
     error_modes: mode -> ExpectedError: in these modes the inputs are invalid on purpose; the op must
                  raise the named class (and match), on every target the class the cpu raises.
+    accepted_modes: mode -> Accepted: modes whose inputs are outside the operation's domain but which this library
+                 documents accepting: they are checked as valid inputs (the reference with `meaning`'s params).
     output_dtype: case -> dtype name of the output, when it differs from the input's.
     read_output: turns a non-tensor output (e.g. a PIL image) into a (..., C, H, W) tensor.
     host_output: why the output lives on the host whatever the target (e.g. a PIL image);
                  then the output is expected on the cpu and image-sized copies are allowed.
     fidelity:    for lossy ops, (margin in dB, reason): the output's PSNR against the input may be at
                  most this much below the reference's, both capped at 40 dB (a "fidelity" check).
+    pil_input:   why the function takes a PIL image where it takes a tensor (the library's words): one image of each
+                 uint8 case is then also handed over as a PIL image on the cpu (the `pil` check).
     keeps_memory_format: False when the library does not promise to keep channels-last/contiguous
                  layouts (kornia returns contiguous outputs); the invariants check then skips it.
     requires:    package -> version specifier (e.g. {"kornia": ">=0.7.2"}); items are skipped,
@@ -192,10 +214,12 @@ class OpSpec:
     needs_real_device: str = ""
     mode_recipes: Callable[[str, str], st.SearchStrategy[Recipe]] | None = None
     error_modes: Mapping[str, ExpectedError] = field(default_factory=dict)
+    accepted_modes: Mapping[str, Accepted] = field(default_factory=dict)
     output_dtype: Callable[[Case], str] | None = None
     read_output: Callable[[Any], torch.Tensor] | None = None
     host_output: str = ""
     keeps_memory_format: bool = True
+    pil_input: str = ""
     fidelity: tuple[float, str] | None = None
     requires: Mapping[str, str] = field(default_factory=dict)
     needs: Sequence[str] = ()
@@ -225,6 +249,26 @@ class OpSpec:
             or versions.missing(self.name, tuple(self.needs))
             or (self.precondition() if self.precondition is not None else None)
         )
+
+    def in_domain(self, mode: str) -> bool:
+        """Whether the mode's inputs are inside the operation's documented domain (not an error mode, not an input
+        only this library documents accepting): gradients and timings are measured there only."""
+        return mode not in self.error_modes and mode not in self.accepted_modes
+
+    def reference_in(self, mode: str) -> Reference | None:
+        """The reference for a mode's cases: an accepted mode's documented meaning is applied to the params first
+        (None: this op has no reference there)."""
+        accepted = self.accepted_modes.get(mode)
+        if accepted is None or self.reference is None:
+            return self.reference
+        meaning, reference = accepted.meaning, self.reference
+        if meaning is None:
+            return None
+
+        def documented_meaning(image: np.ndarray, case: Case, *sampled: Any) -> np.ndarray:
+            return reference(image, Case(case.op, case.recipe, meaning(dict(case.params))), *sampled)
+
+        return documented_meaning
 
     def output_dtype_of(self, case: Case) -> str:
         return self.output_dtype(case) if self.output_dtype is not None else case.recipe.dtype
@@ -261,6 +305,12 @@ class OpSpec:
                 raise ValueError(
                     f"op {self.name!r}, error mode {mode!r}: give an ExpectedError naming the exception "
                     f"class the invalid input must raise, not {expected!r}"
+                )
+        for mode, accepted in self.accepted_modes.items():
+            if not isinstance(accepted, Accepted) or mode in self.error_modes:
+                raise ValueError(
+                    f"op {self.name!r}, accepted mode {mode!r}: give an Accepted quoting the documentation, for a "
+                    f"mode that is not also an error mode"
                 )
 
     def variant_pairs(self) -> list[tuple[str, str]]:

@@ -21,16 +21,32 @@ import torch
 
 DTYPES: dict[str, torch.dtype] = {
     "uint8": torch.uint8,
+    "uint16": torch.uint16,
     "float32": torch.float32,
     "float64": torch.float64,
     "float16": torch.float16,
     "bfloat16": torch.bfloat16,
 }
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+# An integer image's largest value is its white (torchvision's convention for every integer dtype it converts)
+INTEGER_PEAKS = {"uint8": 255, "uint16": 65535}
+
+
+def peak(dtype: str) -> float:
+    """The value of white in a dtype's images: the integer type's largest value, 1 for floats.  Differences,
+    PSNR and pictures are scaled by it."""
+    return float(INTEGER_PEAKS.get(dtype, 1))
+
 
 # Order matters: hypothesis shrinks a sampled_from toward its first element,
 # so the simplest layout and content come first.
-LAYOUTS = ("contiguous", "channels_last", "strided")
+# The batch layouts are what pipelines hand over without a `torch.stack`: every other sample of a larger batch
+# (`batch_strided`), a batch stored channel-major and transposed (`batch_transposed`: a batch dimension with a
+# stride smaller than the channels'), and a window of a larger tensor in every dimension (`view`: an offset
+# into its storage, every stride the larger tensor's).  The first two need a first batch dimension of 2 or more (of
+# one sample, either is a contiguous tensor).
+LAYOUTS = ("contiguous", "channels_last", "strided", "batch_strided", "batch_transposed", "view")
+BATCH_LAYOUTS = ("batch_strided", "batch_transposed")
 CONTENTS = ("constant", "gradient", "checkerboard", "extremes", "noise", "out_of_range")
 
 
@@ -58,11 +74,15 @@ class Recipe:
             raise RecipeError(f"unknown layout {self.layout!r}; expected one of {list(LAYOUTS)}")
         if self.content not in CONTENTS:
             raise RecipeError(f"unknown content {self.content!r}; expected one of {list(CONTENTS)}")
-        if self.content == "out_of_range" and self.dtype == "uint8":
+        if self.content == "out_of_range" and self.dtype in INTEGER_PEAKS:
             raise RecipeError("out_of_range content needs a float dtype")
-        sides = (self.height, self.width, self.channels, *self.batch)
-        if any(not isinstance(n, int) or n < 1 for n in sides):
-            raise RecipeError(f"sizes must be positive integers, got {sides}")
+        if self.layout in BATCH_LAYOUTS and (not self.batch or self.batch[0] < 2):
+            raise RecipeError(f"the {self.layout} layout needs a first batch dimension of 2 or more")
+        sizes = (self.channels, *self.batch)
+        if any(not isinstance(n, int) or n < 1 for n in sizes):
+            raise RecipeError(f"channel and batch sizes must be positive integers, got {sizes}")
+        if any(not isinstance(n, int) or n < 0 for n in (self.height, self.width)):  # 0: an empty image
+            raise RecipeError(f"sides must be non-negative integers, got {(self.height, self.width)}")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -71,6 +91,11 @@ class Recipe:
     @property
     def torch_dtype(self) -> torch.dtype:
         return DTYPES[self.dtype]
+
+    @property
+    def empty(self) -> bool:
+        """No pixels: a side of 0 (an invalid input for most ops, drawn in their error modes)."""
+        return self.height == 0 or self.width == 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -186,6 +211,8 @@ def synthesize_unit(recipe: Recipe) -> np.ndarray:
     _check_fits(recipe)
     rng = np.random.default_rng(recipe.seed)
     shape = recipe.shape
+    if recipe.empty:
+        return np.zeros(shape)
     lead = (*recipe.batch, recipe.channels, 1, 1)
     if recipe.content == "constant":
         return np.broadcast_to(rng.random(lead), shape).copy()
@@ -211,6 +238,7 @@ def synthesize_unit(recipe: Recipe) -> np.ndarray:
 
 
 def apply_layout(tensor: torch.Tensor, layout: str) -> torch.Tensor:
+    """The same values in the layout's memory arrangement (made where `tensor` is: on its device)."""
     if layout == "channels_last":
         # Store channels innermost (..., H, W, C) and view it as (..., C, H, W).
         return tensor.movedim(-3, -1).contiguous().movedim(-1, -3)
@@ -218,6 +246,21 @@ def apply_layout(tensor: torch.Tensor, layout: str) -> torch.Tensor:
         # A view that skips every other column of a wider buffer.
         wide = tensor.new_zeros((*tensor.shape[:-1], tensor.shape[-1] * 2))
         view = wide[..., ::2]
+        view.copy_(tensor)
+        return view
+    if layout == "batch_strided":
+        # Every other sample of a batch twice as long (in the first batch dimension).
+        double = tensor.new_zeros((2 * tensor.shape[0], *tensor.shape[1:]))
+        view = double[::2]
+        view.copy_(tensor)
+        return view
+    if layout == "batch_transposed":
+        # Stored with the channels outermost, then the batch: (C, B..., H, W) seen as (B..., C, H, W).
+        return tensor.movedim(-3, 0).contiguous().movedim(0, -3)
+    if layout == "view":
+        # A window into a larger tensor: one more element before and after in every dimension.
+        larger = tensor.new_zeros(tuple(n + 2 for n in tensor.shape))
+        view = larger[tuple(slice(1, n + 1) for n in tensor.shape)]
         view.copy_(tensor)
         return view
     return tensor.contiguous()
@@ -230,8 +273,9 @@ def materialize(recipe: Recipe, put: Callable[[torch.Tensor], torch.Tensor] | No
     there, because copying a strided view to another device densifies it.
     """
     unit = synthesize_unit(recipe)
-    if recipe.dtype == "uint8":
-        tensor = torch.from_numpy(np.rint(np.clip(unit, 0, 1) * 255).astype(np.uint8))
+    if recipe.dtype in INTEGER_PEAKS:
+        white = INTEGER_PEAKS[recipe.dtype]
+        tensor = torch.from_numpy(np.rint(np.clip(unit, 0, 1) * white).astype(np.dtype(recipe.dtype)))
     else:
         tensor = torch.from_numpy(unit).to(recipe.torch_dtype)
     if put is not None:

@@ -16,7 +16,7 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from conformance.spec.recipes import CONTENTS, FLOAT_DTYPES, LAYOUTS, Recipe
+from conformance.spec.recipes import BATCH_LAYOUTS, CONTENTS, FLOAT_DTYPES, LAYOUTS, Recipe
 
 
 @cache
@@ -57,6 +57,35 @@ def image_recipes(
     )
 
 
+def empty_recipes(dtype: str, *, channels: Sequence[int] = (3, 1), max_side: int = 8) -> st.SearchStrategy[Recipe]:
+    """Images with no pixels (a side of 0, the other up to max_side), with or without a batch dimension: the
+    invalid input "an empty image", for an op's error mode."""
+    return _empty_recipes(dtype, tuple(channels), max_side)
+
+
+@cache
+def _empty_recipes(dtype: str, channels: tuple[int, ...], max_side: int) -> st.SearchStrategy[Recipe]:
+    other = st.integers(1, max_side)
+    zero_height = st.tuples(st.just(0), other)
+    sides = st.one_of(zero_height, zero_height.map(lambda hw: (hw[1], 0)))
+
+    @st.composite
+    def recipes(draw: st.DrawFn) -> Recipe:
+        batch = draw(st.lists(st.integers(1, 2), max_size=1).map(tuple))
+        height, width = draw(sides)
+        return Recipe(
+            height,
+            width,
+            draw(st.sampled_from(channels)),
+            batch,
+            dtype,
+            content="constant",
+            seed=draw(st.integers(0, 9)),
+        )
+
+    return recipes()
+
+
 @cache
 def _image_recipes(
     dtype: str,
@@ -76,7 +105,10 @@ def _image_recipes(
         else st.integers(1, max(1, max_side // side_multiple)).map(lambda n: n * side_multiple)
     )
     channel_counts = st.sampled_from(list(channels))
-    layout_names, content_names = st.sampled_from(list(layouts)), st.sampled_from(list(contents))
+    batch_layouts = st.sampled_from(list(layouts))
+    single_layouts = [name for name in layouts if name not in BATCH_LAYOUTS] or ["contiguous"]
+    image_layouts = st.sampled_from(single_layouts)  # one image (or a batch of one) has no batch to lay out
+    content_names = st.sampled_from(list(contents))
     seeds = st.integers(0, 2**32 - 1)
 
     @st.composite
@@ -88,7 +120,7 @@ def _image_recipes(
             channels=draw(channel_counts),
             batch=batch,
             dtype=dtype,
-            layout=draw(layout_names),
+            layout=draw(batch_layouts if batch and batch[0] > 1 else image_layouts),
             content=draw(content_names),
             seed=draw(seeds),
         )

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from conformance.spec.recipes import peak
 from conformance.spec.tolerances import Metrics, Tolerance, measure
 from conformance.store.outputs import ArrayReader, OutputKey, OutputsError, Recorded, read_index
 
@@ -68,7 +69,7 @@ def tolerance_of(*records: Recorded | None) -> Tolerance:
 
 
 def data_range(dtype: str) -> float:
-    return 255.0 if dtype == "uint8" else 1.0
+    return peak(dtype)
 
 
 def compare_one(
