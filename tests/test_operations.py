@@ -231,3 +231,90 @@ def test_a_crop_that_returns_a_view_keeps_no_layout_of_its_own(virtual_device):
         for o in check_case(copied.specs()[0], Case("op_tv2", case.recipe, {"k": 1}), CPU, CaseCache(), "m").outcomes
     }
     assert not found["invariants"].passed and "memory format" in found["invariants"].message
+
+
+INVALID = """
+import numpy as np
+import torch
+from hypothesis import strategies as st
+from conformance import KORNIA, OPENCV, PILLOW, TV1, TV2, Accepted, Implementation, Operation, Rule, Tolerance
+from conformance import image_recipes
+
+def gain_params(recipe, mode):
+    low, high = {"valid": (0, 2), "negative": (-2, -0.25)}[mode]
+    return st.sampled_from([low, high]).map(lambda g: {"gain": float(g)})
+
+def refusing(image, params):
+    if params["gain"] < 0:
+        raise ValueError("gain must be non-negative")
+    return image * params["gain"]
+
+def clamping(image, params):        # documents that a negative gain counts as 0
+    return image * max(params["gain"], 0.0)
+
+def silently(image, params):        # returns an image for a negative gain, documenting nothing
+    return image * params["gain"]
+
+def wrong_class(image, params):
+    if params["gain"] < 0:
+        raise TypeError("a negative gain")
+    return image * params["gain"]
+
+GAIN = Operation(
+    name="gain", reference=lambda image, case: image * case.params["gain"], params=gain_params,
+    dtypes=("float32",), modes=("valid",), invalid={"negative": "a negative gain"},
+    tolerances=[Rule(Tolerance("float32", atol=1e-6, reason="one product"))],
+    recipes=lambda dtype: image_recipes(dtype, max_side=6, contents=["noise"]),
+    implementations=[
+        Implementation(library=TV2, call=refusing, raises={"negative": ValueError}),
+        Implementation(library=TV1, call=refusing),   # declares nothing: must raise some exception
+        Implementation(library=KORNIA, call=clamping,
+                       accepts={"negative": Accepted("gain < 0 counts as 0 (the library's docs)",
+                                                     meaning=lambda p: p | {"gain": 0.0})}),
+        Implementation(library=PILLOW, call=silently),
+        Implementation(library=OPENCV, call=wrong_class, raises={"negative": ValueError}),
+        Implementation(library=TV2, name="gain_no_such", call=refusing, not_applicable={"negative": "no gain"}),
+    ],
+)
+globals().update(GAIN.tests())
+"""
+
+
+def test_every_library_is_held_to_every_invalid_input_and_the_page_says_who_accepts_what(pytester):
+    """An error mode belongs to the operation: each implementation raises its declared class, raises anything when it
+    declares nothing, documents accepting the input (then its meaning is checked against the reference), or has no
+    such input; a library that returns a result where it should refuse fails, and the cross-library page's table of
+    invalid inputs shows who refuses what."""
+    pytester.makepyfile(test_gain=INVALID)
+    recorded = pytester.inline_run(
+        "-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=6", "--targets=cpu", "-k", "negative"
+    )
+    reports = recorded.getreports("pytest_runtest_logreport")
+    failed = {r.nodeid.split("::")[1] for r in reports if r.failed}
+    assert failed == {"test_gain_pil[cpu-float32-negative-error]", "test_gain_cv2[cpu-float32-negative-error]"}
+    out = "\n".join(str(r.longrepr) for r in reports if r.failed)
+    assert "returned a result for an invalid input (a negative gain); expected Exception" in out
+    assert "raised TypeError; expected ValueError" in out
+    collected = {r.nodeid.split("::")[1] for r in reports if r.when == "call"}
+    assert "test_gain_kornia[cpu-float32-negative-reference]" in collected  # the documented meaning is checked
+    assert not any(n.startswith("test_gain_no_such") for n in collected)
+    page = (pytester.path / "reports" / "latest" / "crosslib.html").read_text()
+    table = page[page.index('id="refusals"') : page.index("</table>", page.index('id="refusals"'))]
+    assert "a negative gain" in table and "accepts (documented)" in table and "n/a" in table
+    assert table.count(">raises<") == 2  # v2 (its class) and v1 (any class)
+    assert "gain &lt; 0 counts as 0" in table  # what kornia declares, escaped
+
+
+def test_an_implementation_declares_each_invalid_input_once():
+    with pytest.raises(ValueError, match="declared twice"):
+        _operation(
+            invalid={"bad": "bad"},
+            modes=("default", "bad"),
+            implementations=[
+                Implementation(
+                    library=TV2, call=lambda i, p: i, raises={"bad": ValueError}, not_applicable={"bad": "none"}
+                )
+            ],
+        )
+    with pytest.raises(ValueError, match="not error modes"):
+        _operation(implementations=[Implementation(library=TV2, call=lambda i, p: i, accepts={"nope": None})])

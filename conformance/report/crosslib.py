@@ -178,7 +178,54 @@ def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None
         "columns": [{"machine": m, "library": lib, "target": t} for m, lib, t in columns],
         "rows": rows,
         "entries": entries,
+        "refusals": refusals(summary, operations),
     }
+
+
+# what an implementation's error items showed, by what it declares and their worst verdict
+_SHOWN = {
+    ("raises", "pass"): "raises",
+    ("must raise", "pass"): "raises",
+    ("accepts", "pass"): "accepts (documented)",
+    ("must raise", "known_issue"): "accepts (known issue)",
+    ("raises", "known_issue"): "other class (known issue)",
+}
+
+
+def refusals(summary: dict[str, Any], operations: dict[str, Any]) -> dict[str, Any]:
+    """Which library refuses which invalid input: per operation and error mode, each library's declaration and
+    what its items showed (the worst verdict over targets), so the libraries that accept what the others refuse
+    stand out.  Columns in the libraries' order."""
+    verdicts: dict[tuple[str, str], str] = {}
+    for group in summary.get("groups", []):
+        key = (str(group.get("op")), str(group.get("mode")))
+        if key in verdicts and _rank(verdicts[key]) <= _rank(group["verdict"]):
+            continue
+        verdicts[key] = group["verdict"]
+    libraries: list[str] = []
+    rows = []
+    for name, described in sorted(operations.items()):
+        for mode, why in (described.get("invalid") or {}).items():
+            cells: dict[str, dict[str, str]] = {}
+            for impl in described.get("implementations", []):
+                declared = (impl.get("on_invalid") or {}).get(mode)
+                if not isinstance(declared, dict):
+                    continue
+                verdict = verdicts.get((str(impl.get("op")), mode), "not run")
+                kind = str(declared.get("declared"))
+                if kind == "not applicable":
+                    shown = "n/a"
+                elif verdict in ("skipped", "not run"):
+                    shown = verdict
+                else:
+                    shown = _SHOWN.get((kind, verdict), f"{verdict}" if kind != "accepts" else f"accepts: {verdict}")
+                cell = {"shown": shown, "verdict": verdict, "declared": kind, "why": str(declared.get("why", ""))}
+                library = str(impl.get("library"))
+                cells[library + ("" if library not in cells else f" ({impl.get('op')})")] = cell
+            libraries += [lib for lib in cells if lib not in libraries]
+            rows.append({"operation": name, "mode": mode, "why": why, "cells": cells})
+    libraries.sort(key=lambda lib: (ORDER.index(lib) if lib in ORDER else len(ORDER), lib))
+    return {"libraries": libraries, "rows": rows}
 
 
 def cards(

@@ -67,12 +67,29 @@ class Membership:
     def effective(self, params: Mapping[str, Any]) -> dict[str, Any]:
         return self.implementation.effective(params)
 
+    def on_invalid(self) -> dict[str, dict[str, str]]:
+        """Per error mode of the operation, what this library declares: it raises a class, documents accepting the
+        input (its words), has no such input, or declares nothing (then it must raise some exception)."""
+        impl, found = self.implementation, {}
+        for mode in self.operation.invalid:
+            if mode in impl.not_applicable:
+                found[mode] = {"declared": "not applicable", "why": impl.not_applicable[mode]}
+            elif mode in impl.accepts:
+                found[mode] = {"declared": "accepts", "why": impl.accepts[mode].documentation}
+            elif mode in impl.raises:
+                found[mode] = {"declared": "raises", "why": expected_error("", impl.raises[mode]).describe()}
+            else:
+                found[mode] = {"declared": "must raise", "why": "nothing declared: any exception"}
+        return found
+
     def describe(self) -> dict[str, Any]:
-        """What the report shows of an implementation: library, documented defaults, where it runs."""
+        """What the report shows of an implementation: library, documented defaults, where it runs, and what it
+        declares for each of the operation's invalid inputs."""
         impl = self.implementation
         return {
             "library": impl.library,
             "host_only": impl.host_only,
+            "on_invalid": self.on_invalid(),
             "defaults": {
                 k: (
                     f"f(params): {getattr(v, '__doc__', '') or getattr(v, '__name__', 'a function')}".strip()
@@ -99,7 +116,8 @@ class Operation:
                the mode giving them (where leaving a keyword out would change what the mode means).
     invalid:   error mode -> what is invalid about its inputs: values just outside the documented domain.  Every
                implementation gets its items: it must raise (the class it declares in `raises`, else any
-               exception), unless it documents accepting the input (`accepts`).
+               exception), unless it documents accepting the input (`accepts`).  An error mode that `modes` and
+               `variants` do not name is drawn with the first dtype.
     Other fields are OpSpec's, shared by every implementation.
     """
 
@@ -158,7 +176,11 @@ class Operation:
         return impl.name or f"{self.name}_{impl.suffix or SUFFIXES.get(impl.library) or impl.library}"
 
     def variant_pairs(self) -> list[tuple[str, str]]:
-        return list(self.variants) or [(d, m) for d in self.dtypes for m in self.modes]
+        """(dtype, mode) pairs: `variants`, else every dtype with every mode; an error mode named in neither is
+        drawn with the first dtype (an invalid parameter is refused whatever the image's dtype)."""
+        pairs = list(self.variants) or [(d, m) for d in self.dtypes for m in self.modes]
+        named = {m for _, m in pairs}
+        return pairs + [(self.dtypes[0], m) for m in self.invalid if m not in named]
 
     def specs(self) -> list[OpSpec]:
         """One OpSpec per implementation, in the order listed (built once)."""
@@ -217,6 +239,7 @@ class Operation:
             "name": self.name,
             "description": self.description,
             "optional": self.optional_keywords(),
+            "invalid": dict(self.invalid),
             "implementations": [
                 {"op": spec.name, "dtypes": list(spec.dtypes), "modes": list(spec.modes), **spec.member.describe()}
                 for spec in self.specs()
