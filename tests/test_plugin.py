@@ -176,6 +176,11 @@ def test_a_strict_entry_is_not_called_fixed_for_failures_an_earlier_entry_explai
         (["--targets=cuda:5"], "unknown target 'cuda:5' (available: cpu"),
         (["--targets=gpu"], "no real accelerator is visible"),
         (["--virtual-devices=two"], "--virtual-devices: expected a whole number from 0 to 16"),
+        (["--virtual-devices=\u00b2"], "--virtual-devices: expected a whole number from 0 to 16, got '\u00b2'"),
+        (["--case-timeout=inf"], "--case-timeout must be 0 (no limit) or a number of seconds up to 1e+06, got inf"),
+        (["--case-timeout=1e300"], "--case-timeout must be 0 (no limit) or a number of seconds up to 1e+06"),
+        (["--case-timeout=nan"], "--case-timeout must be 0 (no limit) or a number of seconds up to 1e+06"),
+        (["--sweep=exits_at_import"], "--sweep: cannot import 'exits_at_import' (SystemExit: 3)"),
         (["--max-examples=0"], "--max-examples must be at least 1"),
         (["--known-issues=nope.toml"], "no such file 'nope.toml'"),
         (["--sweep=no_such_pkg.transforms"], "--sweep: cannot import 'no_such_pkg.transforms' (ModuleNotFoundError"),
@@ -183,6 +188,8 @@ def test_a_strict_entry_is_not_called_fixed_for_failures_an_earlier_entry_explai
 )
 def test_bad_options_are_one_line_usage_errors(project, args, message):
     write_cases(project, good="good_resize")
+    project.makepyfile(exits_at_import="import sys\nsys.exit(3)\n")  # a sweep module that exits when imported
+    project.syspathinsert()
     result = project.runpytest_inprocess("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str() and "Traceback" not in result.stderr.str()

@@ -36,17 +36,23 @@ def load_replay(value: str | None):
         raise pytest.UsageError(f"--replay: {exc}") from None
 
 
+MAX_CASE_TIMEOUT_S = 1e6  # 11.6 days: the interval timer takes no more (inf or 1e300 overflowed it on every case)
+
+
 def case_timeout(config: pytest.Config) -> float:
     """--case-timeout (or CONFORMANCE_CASE_TIMEOUT, default 60 s; 0: none)."""
     value = config.getoption("case_timeout")
+    name = "--case-timeout"
     if value is None:
-        text = os.environ.get("CONFORMANCE_CASE_TIMEOUT", "60")
+        name, text = "CONFORMANCE_CASE_TIMEOUT", os.environ.get("CONFORMANCE_CASE_TIMEOUT", "60")
         try:
             value = float(text)
         except ValueError:
             raise pytest.UsageError(f"CONFORMANCE_CASE_TIMEOUT: expected seconds, got {text!r}") from None
-    if not value >= 0:
-        raise pytest.UsageError(f"--case-timeout must be 0 (none) or a positive number of seconds, got {value}")
+    if not 0 <= value <= MAX_CASE_TIMEOUT_S:  # NaN fails too
+        raise pytest.UsageError(
+            f"{name} must be 0 (no limit) or a number of seconds up to {MAX_CASE_TIMEOUT_S:g}, got {value}"
+        )
     return float(value)
 
 
@@ -54,7 +60,8 @@ def virtual_count(config: pytest.Config) -> int | None:
     text = config.getoption("virtual_devices") or os.environ.get(VIRTUAL_ENV)
     if text is None or text == "":
         return None
-    if not text.strip().isdigit() or not 0 <= int(text) <= 16:
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()) or not 0 <= int(digits) <= 16:  # "²" is a digit to isdigit()
         raise pytest.UsageError(f"--virtual-devices: expected a whole number from 0 to 16, got {text!r}")
     return int(text)
 

@@ -114,7 +114,7 @@ def _import(module_name: str) -> Any:
     _never_ask()
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # any failure to import is the same usage error
+    except (Exception, SystemExit) as exc:  # any failure to import (a sys.exit() at import too) is a usage error
         first_line = str(exc).splitlines()[0] if str(exc) else ""
         raise SweepModuleError(
             f"--sweep: cannot import {module_name!r} ({type(exc).__name__}: {first_line}); "
