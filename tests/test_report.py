@@ -112,6 +112,22 @@ def test_merge_puts_each_machine_in_its_own_columns(tmp_path):
     assert done.returncode == 4 and "exists and is not empty" in done.stderr
 
 
+def test_a_refused_merge_leaves_nothing_and_the_same_command_works_once_the_input_is_mended(tmp_path):
+    a = write_run(tmp_path / "a", outcomes=5, failures=1)
+    b = write_run(tmp_path / "b", outcomes=6, failures=1)
+    damaged = next((b / "examples").glob("*.parquet"))
+    kept = damaged.read_bytes()
+    damaged.write_bytes(b"PAR1 not parquet")
+    command = [sys.executable, "-m", "conformance", "merge", str(a), str(b), "-o", str(tmp_path / "merged")]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 4 and "not a readable Parquet file" in done.stderr, done.stderr
+    assert not (tmp_path / "merged").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+    damaged.write_bytes(kept)
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "merged" / "index.html").is_file()
+
+
 def test_report_size_follows_failures_not_passing_examples(tmp_path):
     small = write_run(tmp_path / "small", outcomes=100, failures=2)
     large = write_run(tmp_path / "large", outcomes=5000, failures=2)

@@ -163,6 +163,8 @@ def test_prune_keeps_the_newest_and_latest_and_never_follows_links(tmp_path, cap
     assert cli(["prune", str(reports), "--older-than", "6.5"]) == 0  # run3 is 7 days old
     assert [r.name for r in runs if r.exists()] == ["run0", "run4"]
     assert cli(["prune", str(reports)]) == 4 and "--keep" in capsys.readouterr().err
+    for bad in ("nan", "inf", "-1"):  # NaN compared as "not older", so nothing went and nothing was said
+        assert cli(["prune", str(reports), "--older-than", bad]) == 4 and "--older-than" in capsys.readouterr().err
     assert cli(["prune", str(reports / "latest"), "--keep", "0"]) == 4 and runs[0].exists()
 
 

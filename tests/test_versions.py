@@ -37,6 +37,17 @@ def test_the_imported_version_wins_over_the_metadata_and_a_mismatch_is_flagged(t
     assert lines[4] == "False"
 
 
+def test_a_build_number_pip_records_beyond_the_modules_version_is_the_same_release():
+    """opencv-python-headless 5.0.0.93 imports as cv2 5.0.0: every clean install's header warned of a mismatch."""
+    from conformance.spec.versions import Installed
+
+    def mismatch(version, metadata):
+        return Installed("p", version, "f", metadata).mismatch
+
+    assert not mismatch("5.0.0", "5.0.0.93") and not mismatch("2.15.0+cu132", "2.15.0")
+    assert mismatch("5.0.1", "5.0.0.93") and mismatch("2.0", "1.0") and mismatch("0.9.0rc1", "0.9.0")
+
+
 def test_the_header_names_imported_versions_files_and_disagreements():
     from conformance.devices.environment import header_lines
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -87,14 +88,29 @@ def check_duplicates(run_dirs: list[Path]) -> None:
 
 
 def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None) -> Path:
-    """Write the merged run to `out` (summary.json, outcomes, artifacts, index.html)."""
+    """Write the merged run to `out` (summary.json, outcomes, artifacts, index.html).  It is written in a
+    folder beside `out` and renamed to it when whole: a merge refused halfway (a damaged file in the third run)
+    leaves nothing behind, so the same command works once the input is mended."""
     for run_dir in run_dirs:
         if not (run_dir / "outcomes").is_dir():
             raise MergeError(f"{run_dir} has no outcomes/ folder (not a run folder)")
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise MergeError(f"{out} exists and is not empty; choose a new folder")
     check_duplicates(run_dirs)
     names = _labels(run_dirs, labels)
+    stage = out.with_name(f".{out.name}.merging-{os.getpid()}")
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        _merge_into(stage, run_dirs, names)
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        stage.rename(out)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return out / "index.html"
+
+
+def _merge_into(out: Path, run_dirs: list[Path], names: list[str]) -> None:
     complete, torn_total = True, 0
     for run_dir, label in zip(run_dirs, names, strict=False):
         tag = safe_name(label, 60)
@@ -129,7 +145,7 @@ def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None)
     summary["machines"] = names
     summary["torn_lines"] = torn_total  # lines torn in the inputs (the merged files have none)
     (out / "summary.json").write_text(json.dumps(json_safe(summary), separators=(",", ":")), encoding="utf-8")
-    return build_report(out, title="merged: " + ", ".join(names))
+    build_report(out, title="merged: " + ", ".join(names))
 
 
 def _relocated(detail: str | None, run_dir: Path, out: Path, tag: str) -> str | None:

@@ -31,12 +31,17 @@ class Installed:
 
     @property
     def mismatch(self) -> bool:
-        """The imported module is another release than pip recorded (local labels like +cu132 aside)."""
-        return (
-            self.version is not None
-            and self.metadata is not None
-            and self.version.split("+")[0] != self.metadata.split("+")[0]
-        )
+        """The imported module is another release than pip recorded: local labels (+cu132) aside, and a build
+        number pip records beyond the module's own version (OpenCV's 5.0.0 against 5.0.0.93) is the same release."""
+        if self.version is None or self.metadata is None:
+            return False
+        mine, recorded = self.version.split("+")[0], self.metadata.split("+")[0]
+        try:
+            a, b = Version(mine), Version(recorded)
+        except InvalidVersion:
+            return mine != recorded
+        common = min(len(a.release), len(b.release))
+        return a.release[:common] != b.release[:common] or (a.pre, a.dev) != (b.pre, b.dev)
 
     def to_dict(self) -> dict[str, str | None]:
         return {"version": self.version, "file": self.file, "metadata": self.metadata}

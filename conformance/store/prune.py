@@ -8,6 +8,7 @@ hold summary.json or outcomes/).
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -65,8 +66,8 @@ def prune(
     goes only if both say so); `dry_run` removes nothing and reports what would go."""
     if keep is None and older_than_days is None:
         raise PruneError("say what to remove: --keep N and/or --older-than DAYS")
-    if (keep is not None and keep < 0) or (older_than_days is not None and older_than_days < 0):
-        raise PruneError("--keep and --older-than must not be negative")
+    if (keep is not None and keep < 0) or (older_than_days is not None and not 0 <= older_than_days < math.inf):
+        raise PruneError("--keep and --older-than must be numbers, not negative (and --older-than finite)")
     if reports.is_symlink() or not reports.is_dir():
         raise PruneError(f"{reports} is not a reports folder (a directory, not a link)")
     latest = _latest(reports)
