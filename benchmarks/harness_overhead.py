@@ -14,7 +14,10 @@
     checks make beyond that are made too: a module op is also called with its module left on the
     cpu (the `unmoved` promise) and a random module also samples and draws its own parameters on
     the target (the `sampling` check), and a transform that promises batch consistency is also called on one
-    sample of the batch alone with its share of the parameters (the `batch` check), and an op that promises a
+    sample of the batch alone with its share of the parameters (the `batch` check), a function that takes PIL
+    images is also called on the cpu with one image of the case as a PIL image, compared with the reference and
+    with the tensor path (the `pil` check), a float output is looked at for non-finite values (the finiteness
+    invariant), and an op that promises a
     gradient has its backward pass run on each target where the run checked it, against central differences of
     the float64 function along random directions and against the cpu's gradient (the `gradient` checks).
     ISA targets (`cpu:<level>`) run in one worker process per level started with ATEN_CPU_CAPABILITY set, fed
@@ -245,13 +248,15 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     import torch
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
+    from conformance.checks.context import expected_output
     from conformance.checks.gradients import make_probe
+    from conformance.checks.pil import PIL_DTYPES, PIL_MODES, from_pil, to_pil
     from conformance.devices.backward import vjp_by_walking
     from conformance.devices.calls import on_target, sample_params
     from conformance.devices.targets import discover
     from conformance.engine.options import SWEEP_ENV
     from conformance.spec.loading import load_specs
-    from conformance.spec.recipes import Case, apply_layout, materialize, to_float64
+    from conformance.spec.recipes import INTEGER_PEAKS, Case, apply_layout, materialize, to_float64
     from conformance.spec.sampled import NotSliceable, per_sample, probe_size
 
     def seeded(seed: int):
@@ -344,14 +349,15 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         sampled = sample_params(spec, host, case) if spec.module is not None else None
         valid = entry["mode"] not in spec.error_modes
         differentiated = bool(entry.get("gradient")) and valid
-        values = to_float64(host) if differentiated or (valid and spec.reference is not None) else None
+        reference = spec.reference_in(entry["mode"])  # an accepted mode's documented meaning applied
+        values = to_float64(host) if differentiated or (valid and reference is not None) else None
         expected = ideal = None
-        if valid and spec.reference is not None:  # a swept transform has none
-            ideal = spec.reference(values, case) if sampled is None else spec.reference(values, case, sampled)
-            expected = np.clip(np.rint(ideal), 0, 255) if spec.output_dtype_of(case) == "uint8" else ideal
+        if valid and reference is not None:  # a swept transform has none
+            ideal = reference(values, case) if sampled is None else reference(values, case, sampled)
+            expected = expected_output(ideal, spec.output_dtype_of(case))
         gradient_probe = None  # the gradient checks: central differences of the float64 function
         if differentiated:
-            reused = spec.gradient.estimate == "reference" and spec.output_dtype_of(case) != "uint8"
+            reused = spec.gradient.estimate == "reference" and spec.output_dtype_of(case) not in INTEGER_PEAKS
             gradient_probe = make_probe(spec, case, values, sampled, (lambda ideal=ideal: ideal) if reused else None)
         alone = None  # the batch check: one sample of the batch alone (chosen by the seed), with its parameters
         batch = case.recipe.batch
@@ -377,6 +383,27 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
 
                 output = call(spec, case, target, fresh(), sampled)
                 outputs[name] = to_float64(output.cpu()) if isinstance(output, torch.Tensor) else None
+                if outputs[name] is not None and output.is_floating_point():  # the finiteness invariant
+                    np.isfinite(outputs[name]).all()
+                recipe = case.recipe
+                if (  # the pil check: one image of the case as a PIL image, on the cpu
+                    name == "cpu"
+                    and valid
+                    and spec.pil_input
+                    and recipe.dtype in PIL_DTYPES
+                    and recipe.channels in PIL_MODES
+                    and not recipe.empty
+                    and sampled is None
+                ):
+                    images = dense.reshape(-1, *dense.shape[-3:])
+                    index = recipe.seed % images.shape[0]
+                    picture = call(spec, case, target, to_pil(images[index].numpy()), None)
+                    if picture is not None and expected is not None:
+                        mine = from_pil(picture)
+                        tolerance = spec.tolerance("pil", recipe.dtype, entry["mode"], name)
+                        compare(mine, expected.reshape(-1, *expected.shape[-3:])[index], tolerance)
+                        if outputs[name] is not None:
+                            compare(mine, outputs[name].reshape(-1, *outputs[name].shape[-3:])[index], tolerance)
                 if spec.module is not None and target.is_accelerator and valid:  # the unmoved promise
                     call(spec, case, target, fresh(), None, move=False)
                 if spec.module is not None and spec.module.sample is not None and valid:  # the own sampling

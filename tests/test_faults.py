@@ -271,14 +271,21 @@ test_crash_build = spec("crash_build", ModuleOp(build=build, sample=kornia_param
 test_crash_sampler = spec(
     "crash_sampler", ModuleOp(build=lambda p: torch.nn.Identity(), sample=sample_raises)
 ).test()
+def reference_raises(image, case):
+    raise RuntimeError("the reference raised (planted)")
+
+test_crash_reference = OpSpec(
+    name="crash_reference", call=good_resize, reference=reference_raises, dtypes=("float32",), modes=("bilinear",),
+    params=size_params, recipes=recipes, tolerances=[Rule(Tolerance("float", atol=1e-4, reason="x"), dtype="float*")],
+).test()
 test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
 """
 
 
 def test_an_item_that_raises_before_any_check_is_an_error_in_every_summary_as_in_pytest(project):
-    """A module whose constructor raises (an older release without a keyword) or whose sampler raises fails its
-    items in pytest before any check is recorded; the summary, summary.md and the dashboard must say so too
-    (they counted such items as passes)."""
+    """A module whose constructor raises (an older release without a keyword) or whose sampler raises is the op's
+    error on every target; a reference that raises fails its items in pytest before any check is recorded.  The
+    summary, summary.md and the dashboard must say what pytest says (they counted such items as passes)."""
     import xml.etree.ElementTree as ET
 
     from report_pages import page_data
@@ -289,8 +296,14 @@ def test_an_item_that_raises_before_any_check_is_an_error_in_every_summary_as_in
     passed_in_pytest = set()
     for case in ET.parse(project.path / "junit.xml").getroot().iter("testcase"):
         failed = case.find("failure") is not None or case.find("error") is not None
-        (failed_in_pytest if failed else passed_in_pytest).add(case.get("name"))
-    assert failed_in_pytest and all(n.startswith(("test_crash_build", "test_crash_sampler")) for n in failed_in_pytest)
+        if case.find("skipped") is None:
+            (failed_in_pytest if failed else passed_in_pytest).add(case.get("name"))
+    assert failed_in_pytest and all(n.startswith("test_crash_") for n in failed_in_pytest)
+    assert {n.split("[")[0] for n in failed_in_pytest} == {
+        "test_crash_build",
+        "test_crash_sampler",
+        "test_crash_reference",
+    }
     run = project.path / "reports" / "latest"
     summary = json.loads((run / "summary.json").read_text())
     by_item = {
@@ -299,8 +312,10 @@ def test_an_item_that_raises_before_any_check_is_an_error_in_every_summary_as_in
     assert {n for n, v in by_item.items() if v in ("fail", "error")} == failed_in_pytest
     assert all(by_item.get(n) in ("pass", "skipped", "known_issue", "warning", None) for n in passed_in_pytest)
     assert summary["totals"].get("error", 0) + summary["totals"].get("fail", 0) >= len(failed_in_pytest)
-    crash = next(g for g in summary["groups"] if g["op"] == "crash_build")
+    crash = next(g for g in summary["groups"] if g["op"] == "crash_reference" and g["check"] == "reference")
     assert crash["verdict"] == "error"
+    built = next(g for g in summary["groups"] if g["op"] == "crash_build" and g["check"] == "error")
+    assert built["verdict"] == "error"  # the constructor's TypeError is the op's error, found by the error check
     markdown = (run / "summary.md").read_text()
     assert f"{len(failed_in_pytest)} new failures" in markdown
     data = page_data(run / "index.html")
@@ -308,4 +323,4 @@ def test_an_item_that_raises_before_any_check_is_an_error_in_every_summary_as_in
     failures = [n for n in data["new"] if n["kind"] == "failure"]
     assert len(failures) == len(failed_in_pytest)
     assert "raised before any check" in json.dumps(data)
-    result.assert_outcomes(failed=len(failed_in_pytest), passed=len(passed_in_pytest))
+    assert result.parseoutcomes()["failed"] == len(failed_in_pytest)

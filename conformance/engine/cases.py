@@ -40,6 +40,15 @@ class _Sized:
     nbytes: int = 1024
 
 
+@dataclass
+class SamplerRaised:
+    """A random module whose construction or sampler raised on the cpu: its parameters cannot be drawn, so its run
+    on every target is that error (an error mode's expected one, e.g. a constructor refusing p = 1.1; else the
+    op's error, found by the error check like any other)."""
+
+    run: OpRun
+
+
 class CaseCache:
     """Per-case values shared across checks and targets, one variant group at a time, up to `max_bytes`."""
 
@@ -91,13 +100,21 @@ class CaseCache:
         return found
 
     def sampled(self, spec: OpSpec, case: Case) -> Any:
-        """Random-augmentation parameters, drawn once per case on the cpu and replayed on every target."""
+        """Random-augmentation parameters, drawn once per case on the cpu and replayed on every target (a
+        `SamplerRaised` where building the module or drawing raised)."""
         if spec.module is None or spec.module.sample is None:
             return None
         source = self.input(case)
-        return self._get(
-            (spec.name, case.key, "sampled"), lambda: _Sized(sample_params(spec, source.on(CPU), case))
-        ).value
+
+        def compute() -> _Sized:
+            try:
+                return _Sized(sample_params(spec, source.on(CPU), case))
+            except Exception as exc:  # noqa: BLE001 - the op's outcome on every target, as if it raised there
+                failed = OpRun()
+                failed.fail(exc)
+                return _Sized(SamplerRaised(failed))
+
+        return self._get((spec.name, case.key, "sampled"), compute).value
 
     def _reference(self, spec: OpSpec, case: Case, source: InputImage, sampled: Any, mode: str) -> np.ndarray:
         def compute() -> _Sized:
@@ -113,6 +130,8 @@ class CaseCache:
 
     def inputs(self, spec: OpSpec, case: Case, mode: str) -> CaseInputs:
         source, sampled = self.input(case), self.sampled(spec, case)
+        if isinstance(sampled, SamplerRaised):
+            sampled = None
         return CaseInputs(
             spec,
             case,
@@ -151,7 +170,11 @@ class CaseCache:
             )
         else:
             tensor_in = placed
-            run = run_op(spec, placed, case, target, inputs.sampled, timeout_s=self.timeout_s)
+            raised = self.sampled(spec, case)
+            if isinstance(raised, SamplerRaised):
+                run = raised.run
+            else:
+                run = run_op(spec, placed, case, target, inputs.sampled, timeout_s=self.timeout_s)
         found = CaseContext(
             inputs,
             target,

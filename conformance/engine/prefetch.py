@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from conformance.devices import isa_feed
 from conformance.devices.calls import prefetch_on_isa
 from conformance.devices.targets import IsaTarget, Target
-from conformance.engine.cases import CaseCache
+from conformance.engine.cases import CaseCache, SamplerRaised
 from conformance.engine.ledger import ItemInfo, ItemState
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import Case
@@ -57,6 +57,8 @@ class IsaPrefetch:
             if not targets or self._bytes > PREFETCH_BYTES:
                 continue
             sampled = self.cache.sampled(other, relabelled)
+            if isinstance(sampled, SamplerRaised):
+                continue  # its run on every target is the sampler's error: nothing for a worker to do
             for target in targets:
                 prefetch_on_isa(other, relabelled, target, sampled, self.cache.timeout_s)
                 self._bytes += 8 * math.prod(case.recipe.shape)
