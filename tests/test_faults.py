@@ -38,6 +38,11 @@ def out_of_memory_when_wide(image, params):
 def aborting(image, params):
     os.abort()
 
+def host_memory_exhausted_when_wide(image, params):
+    if image.shape[-1] > 10:
+        torch.empty(2**62, dtype=torch.uint8)  # the cpu allocator's RuntimeError, not torch.OutOfMemoryError
+    return good_resize(image, params)
+
 test_raising = make_spec("raising", raising, dtypes=("float32",)).test()
 test_wrong_type = make_spec("wrong_type", wrong_type, dtypes=("float32",)).test()
 test_nan_output = make_spec("nan_output", nan_output, dtypes=("float32",)).test()
@@ -97,6 +102,17 @@ def test_out_of_memory_is_a_resource_outcome_and_later_cases_run(project):
     assert resource and "OutOfMemoryError: CUDA out of memory" in resource[0]["message"]
     assert any(r["verdict"] == "pass" and r["example"] > resource[0]["example"] for r in oom)
     assert summary(project)["totals"]["resource"] == len(resource)
+
+
+def test_a_host_allocation_failure_is_a_resource_outcome_too(project):
+    """The cpu allocator raises a RuntimeError ("DefaultCPUAllocator: can't allocate memory"), not
+    torch.OutOfMemoryError: it was recorded as the op's error, where the README promises `resource`."""
+    spec = "make_spec('host_oom', host_memory_exhausted_when_wide, dtypes=('float32',))"
+    project.makepyfile(test_faulty=FAULTY + f"\ntest_host_oom = {spec}.test()\n")
+    result = project.runpytest_inprocess(*QUICK, "--max-examples=30", "-k", "host_oom")
+    result.assert_outcomes(passed=4)
+    resource = [r for r in records(project) if r["op"] == "host_oom" and r["verdict"] == "resource"]
+    assert resource and "can't allocate memory" in resource[0]["message"]
 
 
 def test_a_worker_that_aborts_under_xdist_is_recorded_and_the_run_finishes(project):

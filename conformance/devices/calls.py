@@ -24,6 +24,14 @@ from conformance.devices.virtual.state import NotEmulatable
 from conformance.spec.opspec import SOURCES, OpSpec, Sampled
 from conformance.spec.recipes import Case
 
+# what PyTorch's cpu allocator raises when the host has no memory left (a RuntimeError, not torch.OutOfMemoryError)
+_HOST_ALLOCATION_FAILURES = ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory")
+
+
+def is_allocation_failure(exc: BaseException) -> bool:
+    """An allocation the machine could not serve: a `resource` outcome, not a finding about the op."""
+    return isinstance(exc, RuntimeError) and any(text in str(exc) for text in _HOST_ALLOCATION_FAILURES)
+
 
 def _release_memory(target: Target) -> None:
     if target.kind == "cuda" and torch.cuda.is_available():
@@ -238,11 +246,14 @@ def _call(
         run.output = spec.read_output(output) if spec.read_output is not None and then is None else output
     except NotEmulatable as exc:
         run.not_emulatable = str(exc)
-    except torch.OutOfMemoryError as exc:
+    except (torch.OutOfMemoryError, MemoryError) as exc:
         run.resource = describe_error(exc)
         _release_memory(target)
     except CaseTimeout as exc:
         run.fail(exc)
         run.timed_out = True
     except Exception as exc:  # noqa: BLE001 - any op failure is an outcome
-        run.fail(exc)
+        if is_allocation_failure(exc):
+            run.resource = describe_error(exc)
+        else:
+            run.fail(exc)
