@@ -340,3 +340,18 @@ def test_an_item_that_raises_before_any_check_is_an_error_in_every_summary_as_in
     assert len(failures) == len(failed_in_pytest)
     assert "raised before any check" in json.dumps(data)
     assert result.parseoutcomes()["failed"] == len(failed_in_pytest)
+
+
+def test_a_finished_run_whose_summary_was_lost_is_still_a_finished_run(project, capsys):
+    """`conformance summary RUN` rebuilds summary.json from the journal; where it was lost it said "the run did not
+    finish" of a run that had: the session's end also writes ended.json."""
+    from conformance.cli import main as cli
+
+    project.makepyfile(test_faulty=FAULTY)
+    project.runpytest_inprocess(*QUICK, "-k", "good")
+    run = (project.path / "reports" / "latest").resolve()
+    (run / "summary.json").unlink()
+    capsys.readouterr()
+    assert cli(["summary", str(run)]) == 0
+    assert "did not finish" not in capsys.readouterr().out
+    assert json.loads((run / "summary.json").read_text())["complete"] is True

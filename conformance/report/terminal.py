@@ -16,6 +16,8 @@ from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
 from conformance.store import compile_stats
 from conformance.store.aggregate import write_summary
+from conformance.store.reader import ENDED
+from conformance.store.writer import write_atomically
 
 
 def sweep_lines(coverage: dict[str, Any]) -> list[str]:
@@ -102,6 +104,7 @@ def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, st
     """At the end of the session (controller or single process): summary.json, the HTML report and
     the `latest` link.  Returns (report path, why the report failed)."""
     write_summary(run_dir, complete=not interrupted)
+    write_atomically(run_dir / ENDED, json.dumps({"complete": not interrupted}) + "\n")
     report_path, report_error = None, None
     try:
         report_path = build_report(run_dir)

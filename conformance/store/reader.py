@@ -120,10 +120,17 @@ def load_environment(run_dir: Path) -> dict[str, Any] | None:
     return None
 
 
+ENDED = "ended.json"  # the session's last word: {"complete": bool}, beside summary.json
+
+
 def was_complete(run_dir: Path) -> bool:
-    """Whether the run's summary.json says it finished (a damaged or missing one: no)."""
-    try:
-        found = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return bool(isinstance(found, dict) and found.get("complete", False))
+    """Whether the run finished: its summary.json says so, or, where that was lost or damaged, the marker the
+    session wrote when it ended (neither: no)."""
+    for name in ("summary.json", ENDED):
+        try:
+            found = json.loads((run_dir / name).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(found, dict) and "complete" in found:
+            return bool(found["complete"])
+    return False
