@@ -7,4 +7,6 @@ import os
 from conformance.engine.options import SWEEP_ENV
 from conformance.spec import sweep
 
+# which sweep_* ops exist depends on --sweep: known-issue entries about them are not held to this run's ops
+CONFORMANCE_OPTIONAL_OPS = ("sweep_*",)
 globals().update(sweep.tests(sweep.parse(os.environ.get(SWEEP_ENV, ""))))

@@ -112,40 +112,54 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             items[slot] = item
 
 
+@pytest.hookimpl(tryfirst=True)  # an xdist worker writes its ops before xdist tells the controller it collected
 def pytest_collection_finish(session: pytest.Session) -> None:
     """A --replay case for an op no selected test runs, a --baseline that shares no op with the selected specs,
-    or a --tolerances rule for no collected op is a usage error (every item would be skipped, and a gate would
-    pass on nothing).  An xdist worker leaves it to the controller, which sees every worker's collection."""
+    a --tolerances rule for no collected op, or a known-issue entry for an op no case module defines is a usage
+    error (every item would be skipped, or a policy would apply to nothing, and a gate would pass on nothing).  An
+    xdist worker leaves it to the controller, which sees every worker's collection (and the ops it wrote)."""
+    from conformance.engine.collection import defined_ops, write_defined_ops
+
     run = session.config.stash[STATE].run
-    if run is None or hasattr(session.config, "workerinput"):
+    if run is None:
         return
-    _judge_collection(
-        session.config, run, {spec.name for item in session.items if (spec := _spec_of(item)) is not None}
-    )
+    workerinput = getattr(session.config, "workerinput", None)
+    if workerinput is not None:
+        write_defined_ops(run.run_dir / "outcomes", str(workerinput.get("workerid")))
+        return
+    collected = {spec.name for item in session.items if (spec := _spec_of(item)) is not None}
+    _judge_collection(session.config, run, collected, defined_ops() if collected else None)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: unknown where it is not installed
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """On the xdist controller: the checks of `pytest_collection_finish`, on the ids a worker collected (a
     usage error is an exit with pytest's usage-error code: raising inside xdist's loop is an internal error)."""
+    from conformance.engine.collection import read_defined_ops
+
     state = node.config.stash.get(STATE, None)
     if state is None or state.run is None or state.collection_checked:
         return
     state.collection_checked = True
     collected = {parsed.test.removeprefix("test_") for nodeid in ids if (parsed := parse_item_id(nodeid)) is not None}
     try:
-        _judge_collection(node.config, state.run, collected)
+        worker = str(getattr(node, "workerinput", {}).get("workerid", ""))
+        defined = read_defined_ops(state.run.run_dir / "outcomes", worker) if collected else None
+        _judge_collection(node.config, state.run, collected, defined)
     except pytest.UsageError as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
-def _judge_collection(config: pytest.Config, run: Any, collected: set[str]) -> None:
-    """A collection problem is a usage error; on a -k/-m/node-id selection some are warnings."""
+def _judge_collection(config: pytest.Config, run: Any, collected: set[str], defined: Any) -> None:
+    """A collection problem is a usage error; on a -k/-m/node-id selection some are warnings.  `defined`: the ops
+    the case modules define (conformance.engine.collection.defined_ops), None where unknown."""
 
-    from conformance.engine.collection import collection_problem
+    from conformance.engine.collection import collection_problem, unknown_known_issue_ops
 
     selected = bool(config.option.keyword or config.option.markexpr or any("::" in a for a in config.args))
     problem = collection_problem(run, collected, selected)
+    if problem is None and defined is not None:
+        problem = unknown_known_issue_ops(run, defined)
     if problem is not None and problem.warning:
         warnings.warn(pytest.PytestWarning(problem.message), stacklevel=2)
     elif problem is not None:

@@ -203,6 +203,22 @@ def test_a_broken_known_issues_file_is_a_usage_error_naming_it(project):
     assert "known_issues.toml [[issue]] #1: field 'link' is required" in result.stderr.str()
 
 
+@pytest.mark.parametrize("args", [[], ["-k", "good and uint8"], ["-n", "2"]])
+def test_a_known_issue_for_an_op_no_case_module_defines_is_a_usage_error_naming_it(project, args):
+    """A typo in `op` applied to nothing, silently (and the end-of-run line saying so is left out under -k): the ops
+    are known at collection, whatever -k selects, and under xdist too."""
+    write_cases(project, good="good_resize")
+    (project.path / "known_issues.toml").write_text(
+        '[[issue]]\nid = "typo"\nop = "godo"\nchecks = ["error"]\nmatch = "x"\nlink = "https://example.org/x"\n'
+        'reason = "x"\n[[issue]]\nid = "fine"\nop = "go*"\nchecks = ["error"]\nmatch = "y"\nstrict = false\n'
+        'link = "https://example.org/y"\nreason = "y"\n'
+    )
+    result = project.runpytest_subprocess(*QUICK, *args) if args[:1] == ["-n"] else run(project, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    said = result.stderr.str() + result.stdout.str()  # under xdist the controller's exit says it on stdout
+    assert "id='typo': op 'godo'" in said and "'fine'" not in said and "Traceback" not in said
+
+
 def test_non_conformance_tests_are_left_alone(pytester):
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -6,15 +6,77 @@ nothing: the plugin makes a problem a usage error, and a warning a pytest warnin
 from __future__ import annotations
 
 import fnmatch
+import json
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from conformance.engine.session import ConformanceRun
+from conformance.spec.opspec import SOURCES
+
+# A case module whose ops depend on options (the device sweep's on --sweep) names their globs here; known-issue
+# entries whose op those globs cover are not held to this run's ops.
+OPTIONAL_OPS = "CONFORMANCE_OPTIONAL_OPS"
 
 
 @dataclass(frozen=True)
 class CollectionProblem:
     message: str
     warning: bool = False  # on a -k/-m/node-id selection, which may leave an op out on purpose
+
+
+def defined_ops() -> dict[str, Any]:
+    """What this process's case modules define, as JSON-able data: every op (selected or not) with its module, the
+    case modules imported, and the op globs each module defines only under some options."""
+    modules = {}
+    for module in list(sys.modules.values()):
+        path = Path(str(getattr(module, "__file__", None) or ""))
+        if path.name.startswith("test_") and path.suffix == ".py":
+            modules[str(path.resolve())] = list(getattr(module, OPTIONAL_OPS, ()))
+    return {"ops": {op: str(Path(source).resolve()) for op, source in SOURCES.items()}, "modules": modules}
+
+
+def unknown_known_issue_ops(run: ConformanceRun, defined: Mapping[str, Any]) -> CollectionProblem | None:
+    """A known-issue entry whose op matches no op of the case modules beside its file is a typo (it would apply to
+    nothing, silently).  Judged only where every case module beside the file was imported (a run of one file of a
+    folder sees only that file's ops)."""
+    ops: dict[str, str] = defined.get("ops", {})
+    modules: dict[str, list[str]] = defined.get("modules", {})
+    unknown = []
+    for path in run.issues.files_in_use([Path(module) for module in modules]):
+        folder = path.resolve().parent
+        beside = {str(p.resolve()) for p in folder.glob("test_*.py")}
+        if not beside or not beside <= set(modules):
+            continue
+        mine = [op for op, source in ops.items() if Path(source).parent == folder]
+        optional = [glob for module in beside for glob in modules[module]]
+        for entry in run.issues.entries([path]):
+            if any(fnmatch.fnmatchcase(entry.op, glob) for glob in optional):
+                continue
+            if not any(fnmatch.fnmatchcase(op, entry.op) for op in mine):
+                unknown.append(f"{path} [[issue]] id={entry.id!r}: op {entry.op!r}")
+    if not unknown:
+        return None
+    return CollectionProblem(
+        f"known issues naming an op that no case module beside their file defines (a typo?): {'; '.join(unknown)}"
+    )
+
+
+def write_defined_ops(folder: Path, worker: str) -> None:
+    """A worker's defined ops, for the xdist controller (which imports no case module) to judge."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{worker}.defined.json").write_text(json.dumps(defined_ops()), encoding="utf-8")
+
+
+def read_defined_ops(folder: Path, worker: str) -> dict[str, Any] | None:
+    """A worker's defined ops (every worker collects the same modules), or None."""
+    try:
+        found = json.loads((folder / f"{worker}.defined.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def collection_problem(run: ConformanceRun, collected: set[str], selected: bool) -> CollectionProblem | None:

@@ -43,6 +43,10 @@ class IssueBook:
         beside = module_path.parent / "known_issues.toml"
         return [beside] if beside.exists() else []
 
+    def files_in_use(self, module_paths: list[Path]) -> list[Path]:
+        """The --known-issues files, else the known_issues.toml beside each of these case modules."""
+        return sorted({file for path in module_paths for file in self.files_for(path)})
+
     def entries(self, files: list[Path]) -> list[ki.KnownIssue]:
         """Entries from these files; raises KnownIssuesError on a malformed file."""
         found = []
