@@ -275,3 +275,16 @@ def test_what_changed_since_the_previous_comparable_run_is_new(tmp_path):
     summary["environment"]["hypothesis_profile"] = "dev"  # another profile draws other cases: not compared
     (before / "summary.json").write_text(json.dumps(summary))
     assert page_data(build_report(now))["new"] == []
+
+
+def test_an_image_with_no_pixels_is_drawn_as_a_dot_not_a_report_that_cannot_be_built():
+    """An empty input's output (an error mode that returned one) reached the picture writer, and every report of
+    the family failed with "cannot write empty image"."""
+    import numpy as np
+
+    from conformance.report import pictures
+
+    empty = np.zeros((2, 3, 0, 5))
+    panel = pictures.embed(pictures.to_picture(empty, 255.0))
+    heat = pictures.embed(pictures.heatmap(pictures.difference(empty[0], empty[0]), 0.0))
+    assert panel["src"].startswith("data:image/png") and heat["width"] > 0

@@ -88,6 +88,8 @@ def histogram(diff: np.ndarray, tolerance: float | None, width: int = 320, heigh
 def embed(picture: Image.Image, side: int | None = PANEL_SIDE) -> dict[str, object]:
     """A PNG at its own resolution, as a data URI for the page itself (which enlarges it, so the page stays small;
     one file to share, no folder of small files); and the size to show it at."""
+    if picture.width == 0 or picture.height == 0:  # an image with no pixels (an empty input's output): a gray dot
+        picture = Image.new("L", (1, 1), 128)
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG", compress_level=6)
     scale = display_scale(picture, side) if side else 1
