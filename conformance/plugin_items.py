@@ -6,6 +6,7 @@ finding without the harness's frames."""
 from __future__ import annotations
 
 import inspect
+import unittest
 import warnings
 from pathlib import Path
 from typing import Any
@@ -191,7 +192,8 @@ def pytest_runtest_call(item: pytest.Item):
         result = yield
     except BaseException as failure:
         stopped = interrupts.requested() is not None or interrupts.is_interrupt(failure)
-        run.end_item(passed=False, interrupted=stopped, raised=failure)
+        skipped = isinstance(failure, (unittest.SkipTest, pytest.skip.Exception))  # a target that cannot run it
+        run.end_item(passed=False, interrupted=stopped, raised=None if skipped else failure)
         if stopped and not isinstance(failure, KeyboardInterrupt):  # e.g. inside hypothesis' exception group
             raise KeyboardInterrupt(interrupts.requested() or "interrupted") from failure
         if (

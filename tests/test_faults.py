@@ -294,6 +294,14 @@ test_crash_reference = OpSpec(
     name="crash_reference", call=good_resize, reference=reference_raises, dtypes=("float32",), modes=("bilinear",),
     params=size_params, recipes=recipes, tolerances=[Rule(Tolerance("float", atol=1e-4, reason="x"), dtype="float*")],
 ).test()
+def only_on_the_host(image, params):
+    from conformance.devices.virtual.state import NotEmulatable
+
+    if image.device.type != "cpu":
+        raise NotEmulatable("a kernel the virtual device cannot run (planted)")
+    return good_resize(image, params)
+
+test_not_emulatable = make_spec("not_emulatable", only_on_the_host, dtypes=("float32",)).test()
 test_good = make_spec("good", good_resize, dtypes=("float32",)).test()
 """
 
@@ -328,6 +336,8 @@ def test_an_item_that_raises_before_any_check_is_an_error_in_every_summary_as_in
     assert {n for n, v in by_item.items() if v in ("fail", "error")} == failed_in_pytest
     assert all(by_item.get(n) in ("pass", "skipped", "known_issue", "warning", None) for n in passed_in_pytest)
     assert summary["totals"].get("error", 0) + summary["totals"].get("fail", 0) >= len(failed_in_pytest)
+    virtual = [g for g in summary["groups"] if g["op"] == "not_emulatable" and g["target"] == "vcuda:1"]
+    assert virtual and {g["verdict"] for g in virtual} == {"skipped"}  # a skip, never an error
     crash = next(g for g in summary["groups"] if g["op"] == "crash_reference" and g["check"] == "reference")
     assert crash["verdict"] == "error"
     built = next(g for g in summary["groups"] if g["op"] == "crash_build" and g["check"] == "error")

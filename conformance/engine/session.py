@@ -137,7 +137,7 @@ class ConformanceRun:
         info = state.info
         if state.failure_seen:
             self.failures_recorded.add(info.nodeid)
-        elif not passed and not interrupted:
+        elif not passed and not interrupted and raised is not None:  # None: skipped (a target that cannot run it)
             self.recorder.item_verdict(state, "error", raised_before_checks(raised))
             self.failures_recorded.add(info.nodeid)
         staleness = (
@@ -273,9 +273,7 @@ class ConformanceRun:
         return line + (f" --targets {shlex.quote(target.name)}" if target is not None and target.compiled else "")
 
 
-def raised_before_checks(raised: BaseException | None) -> str:
+def raised_before_checks(raised: BaseException) -> str:
     """What an item that raised outside the checks' findings is recorded as saying (its exception's first line)."""
-    if raised is None:
-        return "the item raised before any check was recorded"
     first = (str(raised).strip().splitlines() or [""])[0]
     return f"the item raised before any check was recorded: {type(raised).__name__}: {first}"[:2000]
