@@ -5,6 +5,13 @@ accelerator tensor must convert exactly like its CPU copy.  Reference: the docum
 meaning, float in [0, 1] scaled to 0..255, rounded half up and saturated as
 `torchvision.utils.save_image` does it; uint8 and mode "F" pass through unchanged.
 PIL -> tensor (`pil_to_tensor`, `ToImage`, v1 `to_tensor`) as round trips, which must be exact.
+
+Tensor -> PIL error modes (the docs: "a torch.*Tensor of shape C x H x W", modes by channel count "4 channels ->
+RGBA, 3 -> RGB, 2 -> LA, 1 -> determined by the data type"): a batch, 5 channels, a uint16 or bfloat16 tensor
+without a mode, a mode that does not fit the channel count, and a uint16 tensor with an explicit 8-bit mode (which
+returns the raw bytes reinterpreted: a known issue).
+PIL input: these ops are the conversions themselves (a PIL image is their output or their input by definition), so
+the `pil` item (TORCHVISION_PIL) does not apply.
 """
 
 from __future__ import annotations
@@ -18,16 +25,63 @@ import torchvision.transforms.v2 as T_v2
 import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
-from conformance import Case, ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
+from conformance import Case, ExpectedError, ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
 
 PIL_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "F": 1}
 UINT8_MODES = ("L", "LA", "RGB", "RGBA")
+FITTING = dict(zip((1, 2, 3, 4), UINT8_MODES, strict=True))  # the 8-bit mode of each channel count
 HOST = "a PIL image lives in host memory"
+# tensor -> PIL: what each invalid input raises (torchvision 0.29, Pillow 13), and the channels drawn for it
+TO_PIL_ERRORS = {
+    "batch": ExpectedError("a batch (B, C, H, W)", ValueError, match="2/3 dimensional"),
+    "five-channels": ExpectedError("5 channels (PIL modes hold 1 to 4)", ValueError, match="> 4 channels"),
+    "uint16-input": ExpectedError("a uint16 tensor and no mode", TypeError, match="uint16 is not supported"),
+    "bfloat16-input": ExpectedError("a bfloat16 tensor (numpy has none)", TypeError, match="BFloat16"),
+    "mode-mismatch": ExpectedError(
+        "a mode for another channel count", ValueError, match="Incorrect mode|Only modes .* are supported"
+    ),
+    # no class declared: it returns the tensor's bytes reinterpreted (a known issue)
+    "uint16-with-mode": ExpectedError("a uint16 tensor with an 8-bit mode (LA, RGB, RGBA)", Exception),
+}
+ERROR_CHANNELS = {"batch": (1, 3, 4), "five-channels": (5,), "uint16-with-mode": (2, 3, 4)}
+TO_PIL_ERROR_VARIANTS = [
+    ("uint8", "batch"),
+    ("uint8", "five-channels"),
+    ("uint16", "uint16-input"),
+    ("bfloat16", "bfloat16-input"),
+    ("uint8", "mode-mismatch"),
+    ("uint16", "uint16-with-mode"),
+]
 
 
 def pil_recipes(dtype: str, mode: str, contents: tuple[str, ...] | None = None) -> st.SearchStrategy[Recipe]:
-    """One image (PIL has no batch), with the channel count the PIL mode needs."""
+    """One image (PIL has no batch), with the channel count the PIL mode needs; an error mode's own shapes."""
+    if mode in TO_PIL_ERRORS:
+        batch = (1, 2) if mode == "batch" else (0, 0)
+        return image_recipes(
+            dtype,
+            channels=ERROR_CHANNELS.get(mode, (1, 2, 3, 4)),
+            min_batch_dims=batch[0],
+            max_batch_dims=batch[1],
+            max_side=32,
+        )
     return image_recipes(dtype, channels=(PIL_CHANNELS[mode],), max_batch_dims=0, max_side=64, contents=contents)
+
+
+@st.composite
+def pil_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
+    """The PIL mode: the test mode itself; for an error mode, no mode or the one that fits (where that does not
+    matter), a mode for another channel count (mode-mismatch), the fitting 8-bit mode (uint16-with-mode)."""
+    fitting = FITTING.get(recipe.channels)
+    if mode in PIL_CHANNELS:
+        return {"mode": mode}
+    if mode == "mode-mismatch":
+        return {"mode": draw(st.sampled_from([m for m in UINT8_MODES if m != fitting]), label="pil_mode")}
+    if mode == "uint16-with-mode":
+        return {"mode": fitting}
+    if mode in ("batch", "bfloat16-input"):
+        return {"mode": draw(st.sampled_from([None, fitting]), label="pil_mode")}
+    return {"mode": None}
 
 
 def no_params(recipe: Recipe, mode: str) -> st.SearchStrategy[dict[str, Any]]:
@@ -65,7 +119,9 @@ EXACT = [
         )
     )
 ]
-TO_PIL_VARIANTS = [(d, m) for d in ("uint8", "float32") for m in UINT8_MODES] + [("float32", "F")]
+TO_PIL_VARIANTS = (
+    [(d, m) for d in ("uint8", "float32") for m in UINT8_MODES] + [("float32", "F")] + TO_PIL_ERROR_VARIANTS
+)
 
 
 def _to_pil_spec(name: str, description: str, **how: Any) -> OpSpec:
@@ -73,10 +129,11 @@ def _to_pil_spec(name: str, description: str, **how: Any) -> OpSpec:
         name=name,
         description=description,
         reference=to_pil_reference,
-        dtypes=("uint8", "float32"),
-        modes=tuple(PIL_CHANNELS),
+        dtypes=("uint8", "float32", "uint16", "bfloat16"),
+        modes=(*PIL_CHANNELS, *TO_PIL_ERRORS),
         variants=TO_PIL_VARIANTS,
-        params=no_params,
+        params=pil_params,
+        error_modes=TO_PIL_ERRORS,
         tolerances=EXACT,
         mode_recipes=pil_recipes,
         output_dtype=pil_output_dtype,

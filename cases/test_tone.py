@@ -1,19 +1,22 @@
 """Tone curves: posterize, solarize, equalize and autocontrast through torchvision v2 and v1, kornia,
-Pillow `ImageOps` and OpenCV, and kornia's random augmentations of the family with replayed parameters.
+Pillow `ImageOps` and OpenCV (kornia's random augmentations of the family: cases/test_tone_random.py).
 
 Reference: conformance.references.tone, Pillow's documented algorithms in numpy (never Pillow itself):
 per channel, solarize inverts values at or above the threshold, equalize uses Pillow's lookup table
 and leaves a channel whose step is 0 unchanged, autocontrast truncates and leaves a flat channel
-unchanged.  Units are the image's: uint8 thresholds 0..255, float thresholds in [0, 1].  Float
-posterize/equalize read 8-bit levels as kornia documents it.  A library following another convention
-fails its reference check and is a known issue with its reason (known_issues.toml, docs/findings.md).
-Images are in [0, 1] (these ops document no other range), 1 or 3 channels (torchvision's), at most one
-batch dimension (v1 equalize's limit) and 48 pixels a side.
+unchanged.  Units are the image's (uint8 thresholds 0..255, float ones in [0, 1]); float posterize and
+equalize read 8-bit levels as kornia documents it; uint16 levels are the top byte, written back as
+level * 257 (scikit-image's _scale: white stays 65535), and uint16 posterize keeps the top `bits` of 16.
+Images are in [0, 1], 1 or 3 channels (torchvision's [..., 1 or 3, H, W], Pillow's L and RGB; 4 channels
+are an error mode), at most one batch dimension (v1 equalize's limit), 48 pixels a side.  v2 takes every
+dtype; kornia float32 and float64 ("a float32 or float64 image gives PIL.ImageOps.equalize of those
+levels", kornia/enhance/adjust.py:1240; half precision left out: the reference reads float32 levels only).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -27,21 +30,21 @@ from conformance import (
     KORNIA,
     OPENCV,
     PILLOW,
+    TORCHVISION_PIL,
     TV1,
     TV2,
+    Accepted,
     Case,
     Implementation,
-    ModuleOp,
     Operation,
-    OpSpec,
     Recipe,
     Rule,
     Tolerance,
-    batched,
+    empty_recipes,
     image_recipes,
     keywords,
-    kornia_parameters,
     materialize,
+    peak,
     per_host_image,
     pillow_image_op,
     to_float64,
@@ -49,55 +52,70 @@ from conformance import (
 from conformance.references import tone
 
 DTYPES = ("uint8", "float32")
+WIDE = ("uint16", "float16", "bfloat16", "float64")  # torchvision v2 takes them (its kernels branch on the dtype)
 IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
 HOST = "a host library: the image is copied to host memory and back"
 HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
 KORNIA_SPEC = {"keeps_memory_format": False}  # kornia returns contiguous outputs
+TV_SPEC = {"pil_input": TORCHVISION_PIL}  # v1 and v2 functionals hand a PIL image to ImageOps
+FOUR = "four-channels"
+EMPTY = "empty-image"
+INVALID_CHANNELS = {FOUR: "4 channels: torchvision documents [..., 1 or 3, H, W], Pillow the modes L and RGB"}
+INVALID_EMPTY = {EMPTY: "an image with no pixels: kornia documents that spatial dimensions must be non-empty"}
+
+
+def _ulps(name: str, dtype: str, atol: float, what: str, measured: str) -> Rule:
+    return Rule(Tolerance(name, atol=atol, rtol=0, reason=f"{what}; {measured}"), dtype=dtype)
+
 
 TOLERANCES = [
     Rule(Tolerance("exact", reason="integer lookup tables: each 8-bit output is determined"), dtype="uint8"),
-    Rule(
-        Tolerance(
-            "float32-rounding",
-            atol=1.2e-7,
-            rtol=0,
-            reason="one float32 rounding of a value in [0, 1] (1 - x, level / 255): within one ulp at 1.0 "
-            "(1.2e-7); measured max 5.96e-8 over 2000 cases per variant",
-        ),
-        dtype="float32",
+    Rule(Tolerance("exact-16", reason="integer masks and inversions: each 16-bit value is determined"), dtype="uint16"),
+    _ulps(
+        "float32-rounding",
+        "float32",
+        1.2e-7,
+        "one float32 rounding of a value in [0, 1] (1 - x, level / 255): within one ulp at 1.0 (1.2e-7)",
+        "measured max 5.96e-8 over 2000 cases per variant",
     ),
+    _ulps("float64-rounding", "float64", 2.3e-16, "the same in float64: one ulp at 1.0", "measured 1.11e-16 / 300"),
+    _ulps("float16-rounding", "float16", 9.8e-4, "the same in float16: one ulp at 1.0", "measured 2.44e-4 / 300"),
+    _ulps("bfloat16-rounding", "bfloat16", 7.9e-3, "the same in bfloat16: one ulp at 1.0", "measured 1.95e-3 / 300"),
 ]
 QUOTIENT = [
-    Rule(
-        Tolerance(
-            "float32-quotient",
-            atol=2.4e-7,
-            rtol=0,
-            reason="(x - min) / (max - min) in float32: a subtraction, a reciprocal or division and a product, "
-            "each rounded "
-            "(v1 multiplies by 1 / (max - min)): within two ulps at 1.0 (2.4e-7); measured max 1.37e-7 (v1), "
-            "1.01e-7 (v2); OpenCV beyond it is known issue opencv-25244",
-        ),
-        dtype="float32",
-    )
+    _ulps(
+        "float32-quotient",
+        "float32",
+        2.4e-7,
+        "(x - min) / (max - min) in float32: a subtraction, a reciprocal or division and a product, each rounded "
+        "(v1 multiplies by 1 / (max - min)): within two ulps at 1.0 (2.4e-7)",
+        "measured max 1.37e-7 (v1), 1.01e-7 (v2); OpenCV beyond it is known issue opencv-25244",
+    ),
+    _ulps("float64-quotient", "float64", 4.5e-16, "the same in float64: two ulps at 1.0", "measured 0 / 300 (v2)"),
+    _ulps("float16-quotient", "float16", 2e-3, "the same in float16: two ulps at 1.0", "measured 7.9e-4 / 300"),
+    _ulps("bfloat16-quotient", "bfloat16", 1.6e-2, "the same in bfloat16: two ulps at 1.0", "measured 6.18e-3 / 300"),
 ]
 TRUNCATION = [
     Rule(
         Tolerance(
-            "uint8-truncated-quotient",
+            f"{dtype}-truncated-quotient",
             atol=1,
-            reason="(v - lo) * 255 / (hi - lo) is computed in floating point and truncated; "
-            "where the exact quotient is "
-            "an integer the rounded one can land just below it, one level low (torchvision in float32, Pillow "
-            "in float64); measured max 1 over 2000 cases",
+            reason="(v - lo) * peak / (hi - lo) is computed in floating point and truncated; where the exact "
+            "quotient is an integer the rounded one can land just below it, one level low (torchvision in "
+            f"float32, Pillow in float64); measured max 1 over {cases} cases",
         ),
-        dtype="uint8",
+        dtype=dtype,
     )
+    for dtype, cases in (("uint8", 2000), ("uint16", 300))
 ]
 
 
-def tone_recipes(dtype: str, contents: tuple[str, ...] = IN_RANGE) -> st.SearchStrategy[Recipe]:
-    return image_recipes(dtype, channels=(3, 1), max_side=48, max_batch_dims=1, contents=contents)
+def tone_recipes(dtype: str, mode: str = "default") -> st.SearchStrategy[Recipe]:
+    """1 or 3 channels; "empty-image": a side of 0; "four-channels": RGBA-like images."""
+    if mode == EMPTY:
+        return empty_recipes(dtype)
+    channels = (4,) if mode == FOUR else (3, 1)
+    return image_recipes(dtype, channels=channels, max_side=48, max_batch_dims=1, contents=IN_RANGE)
 
 
 @lru_cache(maxsize=256)
@@ -107,66 +125,154 @@ def _pixels(recipe: Recipe) -> np.ndarray:
 
 def tone_features(case: Case) -> dict[str, Any]:
     """Where libraries' conventions part: flat channels, channels spanning under 0.01 (flat ones included),
-    channels equalize leaves unchanged ("all", "some", "none")."""
-    image = np.clip(_pixels(case.recipe), 0, 1) if case.recipe.dtype != "uint8" else _pixels(case.recipe)
+    channels equalize leaves unchanged ("all", "some", "none"; uint16 read as its top byte)."""
+    recipe = case.recipe
+    if recipe.empty:
+        return {}
+    image = _pixels(recipe) if recipe.dtype in ("uint8", "uint16") else np.clip(_pixels(recipe), 0, 1)
+    levels, dtype = (image // 256, "uint8") if recipe.dtype == "uint16" else (image, recipe.dtype)
     return {
         "flat_channel": tone.flat_planes(image),
         "narrow_span": tone.smallest_span(image) < 0.01,
-        "equalize_unchanged": tone.equalize_unchanged(image, case.recipe.dtype),
+        "equalize_unchanged": tone.equalize_unchanged(levels, dtype),
     }
 
 
+# -- references for the dtypes conformance.references.tone does not name (uint16) ---------------------
+def _planes(image: np.ndarray) -> np.ndarray:
+    return image.reshape(-1, image.shape[-2] * image.shape[-1])
+
+
+def posterize_reference(image: np.ndarray, case: Case) -> np.ndarray:
+    bits, dtype = case.params["bits"], case.recipe.dtype
+    if dtype == "uint16":  # the top `bits` of 16 (the top bits of its top byte)
+        return ((image.astype(np.int64) >> (16 - bits)) << (16 - bits)).astype(np.float64)
+    return tone.posterize(image, bits, dtype)
+
+
+def solarize_reference(image: np.ndarray, case: Case) -> np.ndarray:
+    """Values at or above the threshold are inverted about the dtype's white."""
+    return np.where(image >= case.params["threshold"], peak(case.recipe.dtype) - image, image)
+
+
+def equalize_reference(image: np.ndarray, case: Case) -> np.ndarray:
+    dtype = case.recipe.dtype
+    if dtype != "uint16":
+        return tone.equalize(image, dtype)
+    planes, out = _planes(image), _planes(image).copy()
+    for index, levels in enumerate(planes.astype(np.int64) >> 8):
+        lut = tone.equalize_lut(levels)
+        if lut is not None:
+            out[index] = lut[levels] * 257.0
+    return out.reshape(image.shape)
+
+
+def autocontrast_reference(image: np.ndarray, case: Case) -> np.ndarray:
+    dtype = case.recipe.dtype
+    if dtype != "uint16":
+        return tone.autocontrast(image, dtype)
+    planes = _planes(image).astype(np.int64)  # tone's integer truncation with white 65535
+    low, high = planes.min(axis=1, keepdims=True), planes.max(axis=1, keepdims=True)
+    stretched = (planes - low) * 65535 // np.maximum(high - low, 1)
+    return np.where(high == low, planes, stretched).astype(np.float64).reshape(image.shape)
+
+
+# -- implementations ------------------------------------------------------------------------------------
 def _kornia(function_name: str, call, **fields: Any) -> Implementation:
+    """Called on the case's (*, C, H, W) tensor as it is (no `batched`: kornia documents any leading dims, and an
+    empty image must reach it); any C: four channels are in kornia's documented domain."""
+    accepts = {
+        FOUR: Accepted(
+            documentation=f"kornia.enhance.{function_name}: 'input: image torch.Tensor with shape (*, C, H, W)' "
+            "(kornia/enhance/adjust.py:889, :983, :1232; normalize.py:404 'taken over H and W separately for every "
+            "leading index and channel'): any channel count, each channel alone",
+            meaning=dict,
+        )
+    }
     return Implementation(
         library=KORNIA,
-        call=batched(call),
-        dtypes=("float32",),
+        call=call,
+        dtypes=("float32", "float64"),
         spec={**KORNIA_SPEC, "needs": (f"kornia.enhance.{function_name}",)},
+        accepts={**accepts, **fields.pop("accepts", {})},
         **fields,
     )
 
 
+def _host_empty(call, function):
+    """The host adapters fold the batch with reshape(-1, ...), which an image with no pixels cannot take: such
+    an image goes to the library once, as one empty H x W x C array, and what it returns is the result."""
+
+    def host(image: torch.Tensor, p: dict[str, Any]) -> Any:
+        if image.numel() != 0:
+            return call(image, p)
+        one = image.detach().cpu().movedim(-3, -1)
+        while one.ndim > 3:
+            one = one[0]
+        found = function(np.ascontiguousarray(one.numpy()), p)
+        return None if found is None else torch.from_numpy(np.array(found)).reshape(image.shape)
+
+    return host
+
+
 def _pillow(function, **fields: Any) -> Implementation:
+    from PIL import Image
+
     return Implementation(
-        library=PILLOW, call=pillow_image_op(function), dtypes=("uint8",), host_only=HOST, spec=HOST_SPEC, **fields
+        library=PILLOW,
+        call=_host_empty(
+            pillow_image_op(function),
+            lambda hwc, p: function(Image.fromarray(hwc.squeeze(-1) if hwc.shape[-1] == 1 else hwc), p),
+        ),
+        dtypes=("uint8",),
+        host_only=HOST,
+        spec=HOST_SPEC,
+        raises={FOUR: OSError, **fields.pop("raises", {})},  # ImageOps: "not supported for mode RGBA" (ImageOps.py:88)
+        **fields,
     )
 
 
 def _opencv(function, dtypes=("uint8",), **fields: Any) -> Implementation:
     return Implementation(
         library=OPENCV,
-        call=per_host_image(function, channelwise=True),
+        call=_host_empty(per_host_image(function, channelwise=True), lambda hwc, p: function(hwc[..., :1], p)),
         dtypes=dtypes,
         host_only=HOST,
         spec={**HOST_SPEC, "needs": (f"cv2.{function.__name__}",)},
+        not_applicable={
+            FOUR: "the harness hands OpenCV one channel at a time (equalizeHist takes 8-bit "
+            "single-channel images): it sees no channel count"
+        },
         **fields,
     )
 
 
-def _image_ops(name: str):
-    from PIL import ImageOps
+def _tv(library, call, **fields: Any) -> Implementation:
+    return Implementation(library=library, call=call, spec={**TV_SPEC, **fields.pop("spec", {})}, **fields)
 
-    return getattr(ImageOps, name)
+
+def _image_ops(name: str):
+    return getattr(__import__("PIL.ImageOps").ImageOps, name)
 
 
 def _enhance(name: str):
-    import kornia
-
-    return getattr(kornia.enhance, name)
+    return getattr(__import__("kornia").enhance, name)
 
 
-def _operation(
-    name: str, description: str, reference, params, implementations, tolerances=(), **fields: Any
-) -> Operation:
+def _operation(name, description, reference, params, implementations, modes, tolerances=(), **fields) -> Operation:
+    """Every dtype in "default" (each implementation takes its own); the other modes with uint8 and float32."""
+    invalid = fields.pop("invalid", {})
     return Operation(
         name=name,
         description=description,
         reference=reference,
         params=params,
-        dtypes=DTYPES,
+        dtypes=(*DTYPES, *WIDE),
+        modes=("default", *modes, *invalid),
+        variants=[(d, "default") for d in (*DTYPES, *WIDE)] + [(d, m) for m in (*modes, *invalid) for d in DTYPES],
+        invalid=invalid,
         tolerances=[*tolerances, *TOLERANCES],
-        recipes=tone_recipes,
-        spec={"features": tone_features},
+        spec={"features": tone_features, "mode_recipes": tone_recipes},
         implementations=implementations,
         **fields,
     )
@@ -186,19 +292,17 @@ def bits(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
 POSTERIZE = _operation(
     "posterize",
     "keep the top `bits` bits of each 8-bit value",
-    lambda image, case: tone.posterize(image, case.params["bits"], case.recipe.dtype),
+    posterize_reference,
     bits,
-    modes=("default", "zero-bits", "bits-out-of-range"),
-    invalid={"bits-out-of-range": "bits outside 0..8"},
+    modes=("zero-bits",),
+    invalid={"bits-out-of-range": "bits outside 0..8", **INVALID_CHANNELS},
     implementations=[
-        Implementation(
-            library=TV2, call=lambda image, p: F_v2.posterize(image, p["bits"]), raises={"bits-out-of-range": TypeError}
-        ),
-        Implementation(
-            library=TV1,
-            call=lambda image, p: F_v1.posterize(image, p["bits"]),
+        _tv(TV2, lambda image, p: F_v2.posterize(image, p["bits"]), raises={"bits-out-of-range": TypeError}),
+        _tv(
+            TV1,
+            lambda image, p: F_v1.posterize(image, p["bits"]),
             dtypes=("uint8",),
-            raises={"bits-out-of-range": ValueError},
+            raises={"bits-out-of-range": ValueError, FOUR: TypeError},
         ),
         _kornia(
             "posterize",
@@ -207,7 +311,7 @@ POSTERIZE = _operation(
         ),
         _pillow(
             lambda picture, p: _image_ops("posterize")(picture, p["bits"]),
-            modes=("default", "bits-out-of-range"),
+            modes=("default",),  # ":param bits: The number of bits to keep for each channel (1-8)."
             raises={"bits-out-of-range": ValueError},
         ),
     ],
@@ -217,38 +321,65 @@ POSTERIZE = _operation(
 # -- solarize ----------------------------------------------------------------------------------------
 @st.composite
 def threshold(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
-    """uint8: an integer level; float: k / 1024, exact in float32 (no rounding of the threshold to the
-    image's dtype can move a comparison); 0 and the top inverts everything, extremes hit it exactly."""
+    """Integer images: an integer level (0 inverts everything, white only white); float images: k / 1024 (k / 256
+    for bfloat16), exact in the image's dtype, so no rounding of the threshold to it can move a comparison."""
     above = mode == "threshold-above-max"
-    if recipe.dtype == "uint8":
-        return {"threshold": draw(st.integers(256, 300) if above else st.integers(0, 255), label="threshold")}
-    return {"threshold": draw(st.integers(1025, 1536) if above else st.integers(0, 1024), label="threshold") / 1024}
+    top = int(peak(recipe.dtype))
+    if top > 1:
+        return {"threshold": draw(st.integers(top + 1, top + 45) if above else st.integers(0, top), label="threshold")}
+    steps = 256 if recipe.dtype == "bfloat16" else 1024
+    return {"threshold": draw(st.integers(steps + 1, steps * 3 // 2) if above else st.integers(0, steps)) / steps}
 
 
 def _tv_solarize(solarize):
     return lambda image, p: solarize(image, float(p["threshold"]))
 
 
+def _inverts_nothing(params: dict[str, Any]) -> dict[str, Any]:
+    """A threshold above every value: no value is at or above it."""
+    return {**params, "threshold": math.inf}
+
+
 SOLARIZE = _operation(
     "solarize",
     "invert values at or above a threshold",
-    lambda image, case: tone.solarize(image, case.params["threshold"], case.recipe.dtype),
+    solarize_reference,
     threshold,
-    modes=("default", "threshold-above-max"),
+    modes=(),
     optional=("threshold",),
-    invalid={"threshold-above-max": "a threshold above the dtype's largest value"},
+    invalid={"threshold-above-max": "a threshold above the dtype's largest value", **INVALID_CHANNELS},
     implementations=[
-        Implementation(library=TV2, call=_tv_solarize(F_v2.solarize), raises={"threshold-above-max": TypeError}),
-        Implementation(library=TV1, call=_tv_solarize(F_v1.solarize), raises={"threshold-above-max": TypeError}),
+        _tv(TV2, _tv_solarize(F_v2.solarize), raises={"threshold-above-max": TypeError}),
+        _tv(
+            TV1,
+            _tv_solarize(F_v1.solarize),
+            dtypes=DTYPES,
+            raises=dict.fromkeys(("threshold-above-max", FOUR), TypeError),
+        ),
         _kornia(
             "solarize",
             lambda image, p: _enhance("solarize")(image, **keywords(p, threshold=("thresholds", float))),
-            defaults={"threshold": 0.5},
-        ),  # kornia.enhance.solarize(thresholds=0.5)
+            defaults={"threshold": 0.5},  # kornia.enhance.solarize(thresholds=0.5)
+            accepts={
+                "threshold-above-max": Accepted(
+                    documentation="kornia.enhance.solarize: 'Add an amount to every pixel, clamp, then invert the "
+                    "pixels at or above a threshold.' (kornia/enhance/adjust.py:874); thresholds has no documented "
+                    "range (:890-892): above 1 no pixel is at or above it",
+                    meaning=_inverts_nothing,
+                )
+            },
+        ),
         _pillow(
             lambda picture, p: _image_ops("solarize")(picture, **keywords(p, threshold=None)),
-            defaults={"threshold": 128},
-        ),  # ImageOps.solarize(threshold=128)
+            defaults={"threshold": 128},  # ImageOps.solarize(threshold=128)
+            accepts={
+                "threshold-above-max": Accepted(
+                    documentation="PIL.ImageOps.solarize: ':param threshold: All pixels above this grayscale level "
+                    "are inverted.' (PIL/ImageOps.py:723), no range given: above 255 no pixel is above it",
+                    meaning=_inverts_nothing,
+                )
+            },
+        ),
     ],
 )
 
@@ -269,13 +400,14 @@ _equalize_hist.__name__ = "equalizeHist"
 EQUALIZE = _operation(
     "equalize",
     "histogram equalization per channel (Pillow's lookup table)",
-    lambda image, case: tone.equalize(image, case.recipe.dtype),
+    equalize_reference,
     no_params,
-    modes=("default",),
+    modes=(),
+    invalid={**INVALID_CHANNELS, **INVALID_EMPTY},
     implementations=[
-        Implementation(library=TV2, call=lambda image, p: F_v2.equalize(image)),
-        Implementation(library=TV1, call=lambda image, p: F_v1.equalize(image), dtypes=("uint8",)),
-        _kornia("equalize", lambda image, p: _enhance("equalize")(image)),
+        _tv(TV2, lambda image, p: F_v2.equalize(image)),
+        _tv(TV1, lambda image, p: F_v1.equalize(image), dtypes=("uint8",), raises={FOUR: TypeError}),
+        _kornia("equalize", lambda image, p: _enhance("equalize")(image), raises={EMPTY: ValueError}),
         _pillow(lambda picture, p: _image_ops("equalize")(picture)),
         _opencv(_equalize_hist),
     ],
@@ -294,151 +426,30 @@ _normalize.__name__ = "normalize"
 AUTOCONTRAST = _operation(
     "autocontrast",
     "stretch each channel so its darkest value is 0 and its lightest the top",
-    lambda image, case: tone.autocontrast(image, case.recipe.dtype),
+    autocontrast_reference,
     lambda recipe, mode: st.just({"cutoff": 0}),
-    modes=("default",),
+    modes=(),
     optional=("cutoff",),
+    invalid={**INVALID_CHANNELS, **INVALID_EMPTY},
     tolerances=QUOTIENT,  # only Pillow has a cutoff (default 0)
     implementations=[
-        Implementation(library=TV2, call=lambda image, p: F_v2.autocontrast(image), tolerances=TRUNCATION),
-        Implementation(library=TV1, call=lambda image, p: F_v1.autocontrast(image), tolerances=TRUNCATION),
-        _kornia("normalize_min_max", lambda image, p: _enhance("normalize_min_max")(image)),
+        _tv(TV2, lambda image, p: F_v2.autocontrast(image), tolerances=TRUNCATION, raises={FOUR: TypeError}),
+        _tv(
+            TV1,
+            lambda image, p: F_v1.autocontrast(image),
+            dtypes=DTYPES,
+            tolerances=TRUNCATION,
+            raises={FOUR: TypeError, EMPTY: IndexError},  # amin() of an empty plane
+        ),
+        _kornia("normalize_min_max", lambda image, p: _enhance("normalize_min_max")(image), raises={EMPTY: ValueError}),
         _pillow(
             lambda picture, p: _image_ops("autocontrast")(picture, **keywords(p, cutoff=None)),
-            defaults={"cutoff": 0},
+            defaults={"cutoff": 0},  # ImageOps.autocontrast(cutoff=0)
             tolerances=TRUNCATION,
-        ),  # ImageOps.autocontrast(cutoff=0)
+        ),
         _opencv(_normalize, dtypes=DTYPES),
     ],
 )
 
 for _operation_ in (POSTERIZE, SOLARIZE, EQUALIZE, AUTOCONTRAST):
     globals().update(_operation_.tests())
-
-
-# -- kornia's random augmentations, parameters drawn once on the cpu and replayed ---------------------------
-def _per_image(image: np.ndarray, values: torch.Tensor) -> list[tuple[np.ndarray, float]]:
-    return list(zip(image, values.double().tolist(), strict=False))
-
-
-@st.composite
-def _range(draw: st.DrawFn, name: str, low: float, high: float, centre: float | None, places: int = 3) -> Any:
-    """A scalar (a half-width around `centre`, or a lower bound when centre is None) or a (low, high) pair."""
-    if draw(st.booleans(), label=f"{name}_as_pair"):
-        return sorted(draw(st.decimals(low, high, places=places).map(float), label=f"{name}_{i}") for i in (0, 1))
-    scalar = (low, high) if centre is None else (0, high - centre)
-    return draw(st.decimals(*scalar, places=places).map(float), label=name)
-
-
-def _bounds(value: Any, centre: float | None, top: float, widen: bool = True) -> tuple[float, float]:
-    """The documented range; widened by one float32 step each way, as kornia samples in float32."""
-    low, high = (
-        value if isinstance(value, list) else (value, top) if centre is None else (centre - value, centre + value)
-    )
-    if not widen:
-        return low, high
-    return float(np.nextafter(np.float32(low), np.float32(-2))), float(np.nextafter(np.float32(high), np.float32(2)))
-
-
-def _optional(draw: st.DrawFn, name: str, strategy: st.SearchStrategy[Any]) -> dict[str, Any]:
-    """The keyword, or nothing (the documented default then applies)."""
-    return {} if draw(st.booleans(), label=f"leave_out_{name}") else {name: draw(strategy)}
-
-
-@st.composite
-def posterize_ranges(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
-    return _optional(draw, "bits", _range("bits", 0.0, 8.0, None, places=1))
-
-
-def _posterize_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
-    """Default bits=3: drawn from [3, 8], rounded to an integer (half to even)."""
-    low, high = _bounds(params.get("bits", 3.0), None, 8.0, widen=False)
-    return {"bits_factor": (float(np.floor(low)), float(np.ceil(high)))}
-
-
-@st.composite
-def solarize_ranges(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
-    return {
-        **_optional(draw, "thresholds", _range("thresholds", 0.0, 1.0, 0.5)),
-        **_optional(draw, "additions", _range("additions", -0.5, 0.5, 0.0)),
-    }
-
-
-def _solarize_bounds(params: dict[str, Any]) -> dict[str, tuple[float, float]]:
-    """Defaults 0.1 and 0.1: thresholds from 0.5 -+ 0.1, additions from -+0.1."""
-    return {
-        "thresholds": _bounds(params.get("thresholds", 0.1), 0.5, 1.0),
-        "additions": _bounds(params.get("additions", 0.1), 0.0, 0.5),
-    }
-
-
-def _posterize_reference(image: np.ndarray, case: Case, sampled: dict[str, torch.Tensor]) -> np.ndarray:
-    clamped = np.clip(image, 0, 1)  # documented: inputs clamped to [0, 1] first
-    return np.stack(
-        [tone.posterize(one, int(bits), case.recipe.dtype) for one, bits in _per_image(clamped, sampled["bits_factor"])]
-    )
-
-
-def _solarize_reference(image: np.ndarray, case: Case, sampled: dict[str, torch.Tensor]) -> np.ndarray:
-    """Clamp, add the drawn addition (in the image's dtype, as the op computes it), clamp, solarize at the
-    drawn threshold (both drawn values are float32, compared exactly)."""
-    out = []
-    for one, threshold_, addition in zip(
-        np.clip(image, 0, 1),
-        sampled["thresholds"].double().tolist(),
-        sampled["additions"].double().tolist(),
-        strict=False,
-    ):
-        summed = (one.astype(np.float32) + np.float32(addition)).astype(np.float64)
-        out.append(tone.solarize(np.clip(summed, 0, 1), threshold_, case.recipe.dtype))
-    return np.stack(out)
-
-
-def _random(name: str, cls: str, reference, params=no_params, bounds=None, contents=CONTENTS, build=None) -> OpSpec:
-    def default_build(params: dict[str, Any]) -> torch.nn.Module:
-        import kornia
-
-        return getattr(kornia.augmentation, cls)(
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}, p=1.0
-        )
-
-    return OpSpec(
-        name=name,
-        description=f"kornia.augmentation.{cls}(p=1) with replayed parameters",
-        module=ModuleOp(build=build or default_build, sample=kornia_parameters, bounds=bounds, unmoved="works"),
-        reference=reference,
-        dtypes=("float32",),
-        modes=("default",),
-        params=params,
-        recipes=partial(
-            image_recipes, channels=(3, 1), min_batch_dims=1, max_batch_dims=1, max_side=48, contents=contents
-        ),
-        tolerances=TOLERANCES,
-        features=tone_features,
-        needs=(f"kornia.augmentation.{cls}",),
-        **KORNIA_SPEC,
-    )
-
-
-RANDOM_POSTERIZE = _random(
-    "random_posterize_kornia", "RandomPosterize", _posterize_reference, posterize_ranges, _posterize_bounds
-)
-RANDOM_SOLARIZE = _random(
-    "random_solarize_kornia", "RandomSolarize", _solarize_reference, solarize_ranges, _solarize_bounds
-)
-RANDOM_EQUALIZE = _random(
-    "random_equalize_kornia",
-    "RandomEqualize",
-    lambda image, case, sampled: tone.equalize(np.clip(image, 0, 1), case.recipe.dtype),
-)
-# RandomAutoContrast documents no input clamp (a rescale by each channel's own range): in-range content only,
-# where the Pillow meaning (flat channels unchanged) is defined.
-RANDOM_AUTOCONTRAST = _random(
-    "random_autocontrast_kornia",
-    "RandomAutoContrast",
-    lambda image, case, sampled: tone.autocontrast(image, case.recipe.dtype),
-    contents=IN_RANGE,
-)
-
-for _spec in (RANDOM_POSTERIZE, RANDOM_SOLARIZE, RANDOM_EQUALIZE, RANDOM_AUTOCONTRAST):
-    globals()[f"test_{_spec.name}"] = _spec.test()
