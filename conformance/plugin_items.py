@@ -5,6 +5,7 @@ finding without the harness's frames."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import unittest
 import warnings
@@ -188,8 +189,13 @@ def pytest_runtest_call(item: pytest.Item):
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     if skip is not None:
         pytest.skip(skip)
+    from conformance.engine.case_sources import ERROR_MODE_EXAMPLES, fewer_examples
+
+    test = item.obj  # type: ignore[attr-defined]
+    fewer = params["mode"] in spec.error_modes and not run.cfg.replay  # an invalid input: fewer cases
     try:
-        result = yield
+        with fewer_examples(test, ERROR_MODE_EXAMPLES) if fewer else contextlib.nullcontext():
+            result = yield
     except BaseException as failure:
         stopped = interrupts.requested() is not None or interrupts.is_interrupt(failure)
         skipped = isinstance(failure, (unittest.SkipTest, pytest.skip.Exception))  # a target that cannot run it

@@ -318,3 +318,17 @@ def test_an_implementation_declares_each_invalid_input_once():
         )
     with pytest.raises(ValueError, match="not error modes"):
         _operation(implementations=[Implementation(library=TV2, call=lambda i, p: i, accepts={"nope": None})])
+
+
+def test_an_error_modes_items_check_fewer_cases_than_the_profile_asks(pytester):
+    """An invalid parameter is refused whatever the image: an error mode's variant stops at ERROR_MODE_EXAMPLES cases
+    (its items are the harness's bookkeeping around a raise), while the valid variants draw what the profile asks."""
+    from conformance.engine.case_sources import ERROR_MODE_EXAMPLES
+
+    pytester.makepyfile(test_gain=INVALID)
+    pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=60", "--targets=cpu", "-k", "gain_tv2"
+    )
+    summary = json.loads((pytester.path / "reports" / "latest" / "summary.json").read_text())
+    examples = {(g["mode"], g["check"]): g["examples"] for g in summary["groups"] if g["op"] == "gain_tv2"}
+    assert 0 < examples[("negative", "error")] <= ERROR_MODE_EXAMPLES < examples[("valid", "error")]

@@ -11,10 +11,13 @@ hypothesis internals.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 
@@ -46,6 +49,26 @@ def keep_harness_constants_out() -> None:
 
     local_but_not_the_harness.conformance_excluded = True  # type: ignore[attr-defined]
     providers.is_local_module_file = local_but_not_the_harness  # type: ignore[assignment]
+
+
+# An invalid input is refused whatever the image: an error mode's variant checks this many cases at most (its
+# items cost the harness's bookkeeping and little op work, and a hundred refusals say no more than 25)
+ERROR_MODE_EXAMPLES = 25
+
+
+@contextlib.contextmanager
+def fewer_examples(test: Any, most: int) -> Iterator[None]:
+    """Run one item of a hypothesis test with at most `most` examples: hypothesis reads a test's settings when it
+    is called, so they are swapped for the item and put back after (other items of the test keep theirs)."""
+    held = getattr(test, "_hypothesis_internal_use_settings", None)
+    if held is None or held.max_examples <= most:
+        yield
+        return
+    test._hypothesis_internal_use_settings = settings(held, max_examples=most)
+    try:
+        yield
+    finally:
+        test._hypothesis_internal_use_settings = held
 
 
 def is_final_example() -> bool:
