@@ -15,3 +15,22 @@ def case_module(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def copy_cases(folder: Path, *names: str) -> None:
+    """cases/<name> copied into `folder` with the known-issue entries about their ops (a known-issues file speaks of
+    the modules beside it: entries for ops no module there defines are a usage error)."""
+    import fnmatch
+    import re
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ops = []
+    for name in names:
+        shutil.copy(CASES / name, folder / name)
+        module = case_module(name.removesuffix(".py"))
+        ops += [test.conformance_spec.name for test in vars(module).values() if hasattr(test, "conformance_spec")]
+    text = (CASES / "known_issues.toml").read_text()
+    head, *entries = re.split(r"(?m)^(?=\[\[issue\]\])", text)
+    kept = [e for e in entries if any(fnmatch.fnmatchcase(op, re.search(r'(?m)^op = "(.*)"', e)[1]) for op in ops)]
+    (folder / "known_issues.toml").write_text(head + "".join(kept))

@@ -209,14 +209,14 @@ def test_a_known_issue_for_an_op_no_case_module_defines_is_a_usage_error_naming_
     are known at collection, whatever -k selects, and under xdist too."""
     write_cases(project, good="good_resize")
     (project.path / "known_issues.toml").write_text(
-        '[[issue]]\nid = "typo"\nop = "godo"\nchecks = ["error"]\nmatch = "x"\nlink = "https://example.org/x"\n'
+        '[[issue]]\nid = "typo"\nop = "god"\nchecks = ["error"]\nmatch = "x"\nlink = "https://example.org/x"\n'
         'reason = "x"\n[[issue]]\nid = "fine"\nop = "go*"\nchecks = ["error"]\nmatch = "y"\nstrict = false\n'
         'link = "https://example.org/y"\nreason = "y"\n'
     )
     result = project.runpytest_subprocess(*QUICK, *args) if args[:1] == ["-n"] else run(project, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     said = result.stderr.str() + result.stdout.str()  # under xdist the controller's exit says it on stdout
-    assert "id='typo': op 'godo'" in said and "'fine'" not in said and "Traceback" not in said
+    assert "id='typo': op 'god' (did you mean 'good'?)" in said and "'fine'" not in said and "Traceback" not in said
 
 
 def test_non_conformance_tests_are_left_alone(pytester):

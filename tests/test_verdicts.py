@@ -6,10 +6,10 @@ diverges, and nothing correct is flagged.
 """
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from case_modules import copy_cases
 
 from conformance.store.reader import read_outcomes
 
@@ -92,10 +92,7 @@ def test_two_causes_within_one_check_are_shrunk_separately(project):
 
 
 def _copy_suite(pytester, *modules: str) -> None:
-    folder = pytester.path / "cases"
-    folder.mkdir()
-    for name in (*modules, "known_issues.toml"):
-        shutil.copy(CASES / name, folder / name)
+    copy_cases(pytester.path / "cases", *modules)
 
 
 def _planted_against_control(pytester, module: str, keyword: str, examples: int, control: dict, plant: str):

@@ -5,6 +5,7 @@ nothing: the plugin makes a problem a usage error, and a warning a pytest warnin
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
 import sys
@@ -19,6 +20,7 @@ from conformance.spec.opspec import SOURCES
 # A case module whose ops depend on options (the device sweep's on --sweep) names their globs here; known-issue
 # entries whose op those globs cover are not held to this run's ops.
 OPTIONAL_OPS = "CONFORMANCE_OPTIONAL_OPS"
+TYPO_SIMILARITY = 0.8  # difflib's ratio above which an op name that matches nothing is taken for a misspelt one
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,10 @@ def defined_ops() -> dict[str, Any]:
 
 
 def unknown_known_issue_ops(run: ConformanceRun, defined: Mapping[str, Any]) -> CollectionProblem | None:
-    """A known-issue entry whose op matches no op of the case modules beside its file is a typo (it would apply to
-    nothing, silently).  Judged only where every case module beside the file was imported (a run of one file of a
-    folder sees only that file's ops)."""
+    """A known-issue entry whose op matches no op of the case modules beside its file would apply to nothing,
+    silently (a typo, or an op renamed or removed): a known-issues file speaks of the modules beside it.  Judged only
+    where every case module beside the file was imported (a run of one file of a folder sees only that file's ops);
+    the message names the closest op where one is spelt almost alike."""
     ops: dict[str, str] = defined.get("ops", {})
     modules: dict[str, list[str]] = defined.get("modules", {})
     unknown = []
@@ -55,12 +58,17 @@ def unknown_known_issue_ops(run: ConformanceRun, defined: Mapping[str, Any]) -> 
         for entry in run.issues.entries([path]):
             if any(fnmatch.fnmatchcase(entry.op, glob) for glob in optional):
                 continue
-            if not any(fnmatch.fnmatchcase(op, entry.op) for op in mine):
-                unknown.append(f"{path} [[issue]] id={entry.id!r}: op {entry.op!r}")
+            if any(fnmatch.fnmatchcase(op, entry.op) for op in mine):
+                continue
+            close = difflib.get_close_matches(entry.op, mine, n=1, cutoff=TYPO_SIMILARITY)
+            unknown.append(
+                f"{path} [[issue]] id={entry.id!r}: op {entry.op!r}"
+                + (f" (did you mean {close[0]!r}?)" if close else "")
+            )
     if not unknown:
         return None
     return CollectionProblem(
-        f"known issues naming an op that no case module beside their file defines (a typo?): {'; '.join(unknown)}"
+        f"known issues naming an op that no case module beside their file defines: {'; '.join(unknown)}"
     )
 
 
