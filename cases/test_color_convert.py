@@ -10,6 +10,10 @@
   (kornia's own: additive brightness, multiplicative contrast, HSV saturation) and RandomGrayscale
   (p=1): parameters sampled once per case on the cpu (`forward_parameters`) and replayed on every
   target; the reference applies the sampled factors image by image in the sampled order.
+
+Domain: kornia's float dtypes (float16, bfloat16, float32, float64: its augmentations reject integer images),
+OpenCV's float32 and Pillow's 8-bit HSV.  Error modes of the augmentations: p outside [0, 1] (kornia does not
+check it: a finding) and negative jitter magnitudes (refused when the module is built).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from conformance import (
     OPENCV,
     PILLOW,
     Case,
+    ExpectedError,
     Implementation,
     ModuleOp,
     Operation,
@@ -37,13 +42,16 @@ from conformance import (
     Tolerance,
     image_recipes,
     kornia_parameters,
+    materialize,
+    peak,
     per_host_image,
+    to_float64,
 )
 from conformance.references import color
-from conformance.spec.recipes import synthesize_unit
 
 HOST = "a host library: the image is copied to host memory and back"
 HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
+KORNIA_DTYPES = ("float16", "bfloat16", "float32", "float64")  # "Expected input of [torch.bfloat16, ...]"
 IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
 TURN = 2 * math.pi
 
@@ -84,24 +92,56 @@ def _pillow_rgb_to_hsv(image: np.ndarray, params: dict[str, Any]) -> np.ndarray:
 
 def hsv_features(case: Case) -> dict[str, Any]:
     """`dim`: some pixel has a value (max) or a spread (max - min) in (0, 1/64): there a divisor guard such
-    as OpenCV's (max + FLT_EPSILON, spread + FLT_EPSILON) moves S and H by more than 64 x 1.2e-7."""
-    rgb = synthesize_unit(case.recipe)
-    rgb = np.rint(rgb * 255) / 255 if case.recipe.dtype == "uint8" else rgb.astype(np.float32).astype(np.float64)
+    as OpenCV's (max + FLT_EPSILON, spread + FLT_EPSILON) moves S and H by more than 64 x 1.2e-7.
+    `hue_near_turn`: some pixel's hue is within 1/128 turn below a whole turn, where a half-precision hue may
+    round up to it and be folded to 0: the same angle, a whole turn apart as a number."""
+    rgb = to_float64(materialize(case.recipe)) / peak(case.recipe.dtype)  # the input's values, in its dtype
     high, spread = rgb.max(axis=-3), np.ptp(rgb, axis=-3)
-    return {"dim": bool(((high > 0) & (high < 1 / 64)).any() or ((spread > 0) & (spread < 1 / 64)).any())}
+    return {
+        "dim": bool(((high > 0) & (high < 1 / 64)).any() or ((spread > 0) & (spread < 1 / 64)).any()),
+        "hue_near_turn": bool((color.rgb_to_hsv(rgb)[..., 0, :, :] > 1 - 2**-7).any()),
+    }
 
 
-UNIT_OUTPUT = {"output_dtype": lambda case: "float32", "features": hsv_features}  # canonical units: float
+# canonical units: float (uint8 -> float32; kornia keeps its float dtype)
+UNIT_OUTPUT = {
+    "output_dtype": lambda case: "float32" if case.recipe.dtype == "uint8" else case.recipe.dtype,
+    "features": hsv_features,
+}
+
+
+def _hsv_rules(kind: str, bounds: dict[str, tuple[float, str]]) -> list[Rule]:
+    """kornia's other float dtypes: one tolerance each (atol, reason with the bound and the measured maximum)."""
+    return [Rule(Tolerance(f"{d}-{kind}", atol=a, rtol=0, reason=why), dtype=d) for d, (a, why) in bounds.items()]
+
+
+HALF = "every operation rounded to the image's dtype: "
 RGB_TO_HSV = Operation(
     name="rgb_to_hsv",
     description="RGB -> HSV (hexcone), hue in turns [0, 1)",
     reference=lambda image, case: color.rgb_to_hsv(image / (255.0 if case.recipe.dtype == "uint8" else 1.0)),
     params=no_params,
-    dtypes=("uint8", "float32"),
+    dtypes=("uint8", *KORNIA_DTYPES),
     modes=("default",),
     recipes=hsv_recipes,
     spec=UNIT_OUTPUT,
     tolerances=[
+        *_hsv_rules(
+            "hsv",
+            {
+                "float64": (
+                    1e-12,
+                    "max, min, a subtraction and a division in float64, then radians / 2 pi: a few "
+                    "ulps; kornia's eps in the divisor is a known issue (every case but a gray one is in it)",
+                ),
+                "float16": (
+                    2e-3,
+                    HALF + "a subtraction, a division, the sextant offset, x pi / 3 and / 2 pi: 4 ulps "
+                    "below 1 (a hue near a whole turn folded to 0 is a known issue); measured max 1.25e-3",
+                ),
+                "bfloat16": (1.6e-2, HALF + "as float16 with 8-bit mantissas: 4 ulps below 1; measured max 9.9e-3"),
+            },
+        ),
         Rule(
             Tolerance(
                 "float32-hsv",
@@ -128,7 +168,7 @@ RGB_TO_HSV = Operation(
         Implementation(
             library=KORNIA,
             call=_kornia_rgb_to_hsv,
-            dtypes=("float32",),
+            dtypes=KORNIA_DTYPES,
             description="kornia.color.rgb_to_hsv, hue / 2 pi",
             spec={"keeps_memory_format": False},
         ),
@@ -179,10 +219,29 @@ HSV_TO_RGB = Operation(
         255.0 * color.hsv_to_rgb(image / 255.0) if case.recipe.dtype == "uint8" else color.hsv_to_rgb(image)
     ),
     params=no_params,
-    dtypes=("uint8", "float32"),
+    dtypes=("uint8", *KORNIA_DTYPES),
     modes=("default",),
     recipes=hsv_recipes,
     tolerances=[
+        *_hsv_rules(
+            "hexcone",
+            {
+                "float64": (
+                    1e-12,
+                    "hue x 6, floor and up to two products in float64: a few ulps; measured max 8.9e-16",
+                ),
+                "float16": (
+                    2e-3,
+                    HALF + "the sextant fraction and up to two products: 4 ulps below 1; the hue in "
+                    "radians (x 2 pi in the dtype) is a known issue beyond it; measured max 2.0e-3",
+                ),
+                "bfloat16": (
+                    1.6e-2,
+                    HALF
+                    + "as float16 with 8-bit mantissas: 4 ulps below 1; measured max 1.56e-2 (beyond: the radians)",
+                ),
+            },
+        ),
         Rule(
             Tolerance(
                 "float32-hexcone",
@@ -207,7 +266,7 @@ HSV_TO_RGB = Operation(
         Implementation(
             library=KORNIA,
             call=_kornia_hsv_to_rgb,
-            dtypes=("float32",),
+            dtypes=KORNIA_DTYPES,
             description="kornia.color.hsv_to_rgb, hue x 2 pi",
             spec={"keeps_memory_format": False},
         ),
@@ -240,12 +299,29 @@ JITTER_KEYS = ("brightness", "contrast", "saturation", "hue")
 JITTER_DEFAULTS = {"brightness": 0.0, "contrast": 0.0, "saturation": 0.0, "hue": 0.0}  # kornia's docs: 0. each
 
 
+P_OUT, NEGATIVE = "p-out-of-range", "negative-magnitude"
+
+
+def p_params(mode: str) -> st.SearchStrategy[dict[str, Any]]:
+    """p-out-of-range: p just outside [0, 1] (-1/64..-1/4 or 1 + 1/64..1 + 1/4); else no keyword (p=1)."""
+    if mode != P_OUT:
+        return st.just({})
+    return st.tuples(st.sampled_from((-1, 1)), st.integers(1, 16)).map(
+        lambda sk: {"p": (sk[0] > 0) + sk[0] * sk[1] / 64}
+    )
+
+
 @st.composite
 def jitter_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     """Magnitudes (2 decimals) around the identity; any of them may be left out (kornia's default 0 then
-    leaves that step out).  ColorJiggle bounds brightness to [0, 2], so its magnitude is at most 1."""
-    found = {}
+    leaves that step out).  ColorJiggle bounds brightness to [0, 2], so its magnitude is at most 1.
+    negative-magnitude: one of them -0.01..-0.5 ("it must be non negative")."""
+    found = draw(p_params(mode))
+    negative = draw(st.sampled_from(JITTER_KEYS), label="negative") if mode == NEGATIVE else None
     for key in JITTER_KEYS:
+        if key == negative:
+            found[key] = -draw(st.integers(1, 50), label=key) / 100
+            continue
         if draw(st.booleans(), label=f"leave_out_{key}"):
             continue
         high = 50 if key == "hue" else 99
@@ -295,7 +371,8 @@ def _module(name: str):
     def build(params: dict[str, Any]) -> torch.nn.Module:
         import kornia
 
-        return getattr(kornia.augmentation, name)(**{k: params[k] for k in JITTER_KEYS if k in params}, p=1.0)
+        magnitudes = {k: params[k] for k in JITTER_KEYS if k in params}
+        return getattr(kornia.augmentation, name)(**magnitudes, p=params.get("p", 1.0))
 
     return build
 
@@ -316,8 +393,33 @@ JITTER_TOLERANCE = [
             "docs/tolerances.md has the measured maximum",
         ),
         dtype="float32",
-    )
+    ),
+    *_hsv_rules(
+        "steps",
+        {
+            "float64": (
+                1e-12,
+                "the four steps in float64: a few ulps amplified by factors below 2 (the float32 hue "
+                "shift and kornia's eps are a known issue)",
+            ),
+            "float16": (
+                1.6e-2,
+                HALF + "up to four steps, each a few ulps (the hue step's radians up to 16: "
+                "kornia-hsv-half-precision-radians) amplified by the later factors (< 2 each): 32 ulps below "
+                "1; measured max 7.6e-3",
+            ),
+            "bfloat16": (1.3e-1, HALF + "as float16 with 8-bit mantissas: 32 ulps below 1; measured max 6.8e-2"),
+        },
+    ),
 ]
+# p outside [0, 1]: kornia stores p and compares torch.rand(B) < p, never checking it (a finding: known issue);
+# a negative magnitude is refused when the module is built ("If brightness is a single number, it must be non
+# negative"), by the random generator's __post_init__
+MODULE_ERRORS = {
+    P_OUT: ExpectedError("p outside [0, 1] (a probability)", Exception),
+    NEGATIVE: ExpectedError("a negative jitter magnitude", ValueError, match="must be non negative"),
+}
+MODULE_VARIANTS = [(d, "default") for d in KORNIA_DTYPES] + [("float32", P_OUT), ("float32", NEGATIVE)]
 
 
 def _jitter_spec(name: str, steps) -> OpSpec:
@@ -326,8 +428,10 @@ def _jitter_spec(name: str, steps) -> OpSpec:
         description=f"kornia.augmentation.{name}(p=1) with replayed parameters",
         module=ModuleOp(build=_module(name), sample=kornia_parameters, bounds=jitter_bounds, unmoved="works"),
         reference=partial(jitter_reference, steps),
-        dtypes=("float32",),
-        modes=("default",),
+        dtypes=KORNIA_DTYPES,
+        modes=("default", P_OUT, NEGATIVE),
+        variants=MODULE_VARIANTS,
+        error_modes=MODULE_ERRORS,
         params=jitter_params,
         recipes=augmentation_recipes,
         tolerances=JITTER_TOLERANCE,
@@ -355,15 +459,17 @@ RANDOM_GRAYSCALE = OpSpec(
     name="random_grayscale_kornia",
     description="kornia.augmentation.RandomGrayscale(p=1) with replayed parameters",
     module=ModuleOp(
-        build=lambda params: _kornia_augmentation("RandomGrayscale")(p=1.0),
+        build=lambda params: _kornia_augmentation("RandomGrayscale")(p=params.get("p", 1.0)),
         sample=kornia_parameters,
         bounds=lambda params: {"batch_prob": (1.0, 1.0)},
         unmoved="works",
     ),
     reference=grayscale_reference,
-    dtypes=("float32",),
-    modes=("default",),
-    params=no_params,
+    dtypes=KORNIA_DTYPES,
+    modes=("default", P_OUT),
+    variants=MODULE_VARIANTS[:-1],
+    error_modes={P_OUT: MODULE_ERRORS[P_OUT]},
+    params=lambda recipe, mode: p_params(mode),
     recipes=partial(augmentation_recipes, channels=(3, 1, 4)),
     keeps_memory_format=False,
     tolerances=[
@@ -376,7 +482,22 @@ RANDOM_GRAYSCALE = OpSpec(
                 "content); docs/tolerances.md has the measured maximum",
             ),
             dtype="float32",
-        )
+        ),
+        *_hsv_rules(
+            "luma",
+            {
+                "float64": (1e-12, "three products and two sums in float64; measured max 4.4e-16"),
+                "float16": (
+                    3e-3,
+                    HALF + "three products and two sums: 5 half-ulps up to 1.5 (out-of-range content), "
+                    "2.4e-3; measured max 8.9e-4",
+                ),
+                "bfloat16": (
+                    2.4e-2,
+                    HALF + "as float16 with 8-bit mantissas: 5 half-ulps up to 1.5, 2e-2; measured max 9.8e-3",
+                ),
+            },
+        ),
     ],
     needs=("kornia.augmentation.RandomGrayscale",),
 )
