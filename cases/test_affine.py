@@ -1,5 +1,5 @@
 """Rotate and affine warps with nearest and bilinear sampling and a fill value, through torchvision v2
-and v1, kornia, Pillow and OpenCV (kornia's random versions are in test_affine_random.py).
+and v1, kornia, Pillow and OpenCV (kornia's random versions and its matrix helpers are in test_affine_random.py).
 
 Reference: conformance.references.warp (float64 inverse mapping; pixel centres at integers, so
 the centre of rotation is ((W - 1) / 2, (H - 1) / 2); nearest takes the pixel whose cell holds the
@@ -13,6 +13,11 @@ The interpolation is the test mode.  A case may leave `interpolation`, `expand` 
 a library is then called without them and judged by its documented default, so each library's
 implementation is split by mode: the one named plainly covers its default interpolation (and may
 leave it out), the one suffixed with the other mode always passes it.
+
+The domain: uint8 and uint16 (torchvision, OpenCV), float16/bfloat16 (torch libraries, bilinear), float32,
+float64 (bilinear); 1-4 channels, every batch layout; PIL images for torchvision's functionals (the `pil` check).
+Error modes (INVALID), held on every library: a fill outside uint8's range on a uint8 image, and affine's scale
+<= 0 (torchvision raises; Pillow and OpenCV take a matrix this module builds, so they have no scale).
 """
 
 from __future__ import annotations
@@ -32,9 +37,12 @@ from conformance import (
     OMIT,
     OPENCV,
     PILLOW,
+    TORCHVISION_PIL,
     TV1,
     TV2,
+    Accepted,
     Case,
+    ExpectedError,
     Gradient,
     Implementation,
     Operation,
@@ -44,13 +52,21 @@ from conformance import (
     batched,
     image_recipes,
     keywords,
+    peak,
     per_host_image,
     pillow_image_op,
 )
 from conformance.references import warp
 from conformance.spec.libraries import SUFFIXES
 
-DTYPES, MODES = ("uint8", "float32"), ("nearest", "bilinear")
+MODES = ("nearest", "bilinear")
+HALF = ("float16", "bfloat16")
+# Nearest copies pixels, so a dtype matters there only for integer rounding: float64 and half draw bilinear only.
+VALID = [(d, m) for d in ("uint8", "uint16", "float32") for m in MODES] + [(d, "bilinear") for d in ("float64", *HALF)]
+INVALID = {
+    "fill-out-of-range": "a fill outside 0..255 (256..1000 or -1000..-1) on a uint8 image (nearest)",
+    "scale-not-positive": "affine's scale 0 or negative (torchvision: 'Argument scale should be positive')",
+}
 HOST = "a host library: the image is copied to host memory and back"
 # Angles where samples fall exactly on cell edges (ties) for some sizes, and arbitrary ones.
 SPECIAL_ANGLES = (0.0, 90.0, -90.0, 180.0, 270.0, 45.0, 30.0, -60.0)
@@ -66,35 +82,42 @@ def angles() -> st.SearchStrategy[float]:
     return st.one_of(st.sampled_from(SPECIAL_ANGLES), st.decimals(-180, 180, places=2).map(float))
 
 
-def fills(dtype: str) -> st.SearchStrategy[float]:
-    return st.integers(0, 255) if dtype == "uint8" else st.decimals(0, 1, places=3).map(float)
+def fills(dtype: str, mode: str) -> st.SearchStrategy[float]:
+    if mode == "fill-out-of-range":
+        return st.one_of(st.integers(256, 1000), st.integers(-1000, -1))
+    return st.integers(0, int(peak(dtype))) if dtype in ("uint8", "uint16") else st.decimals(0, 1, places=3).map(float)
 
 
-@st.composite
-def rotate_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
+def _common(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
+    """Error modes warp with nearest: a fill pixel is then the stored fill itself."""
     return {
         "angle": draw(angles(), label="angle"),
-        "interpolation": mode,
-        "expand": False,
-        "fill": draw(fills(recipe.dtype), label="fill"),
+        "interpolation": mode if mode in MODES else "nearest",
+        "fill": draw(fills(recipe.dtype, mode), label="fill"),
     }
 
 
 @st.composite
+def rotate_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
+    return {**_common(draw, recipe, mode), "expand": False}
+
+
+@st.composite
 def affine_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
-    """Integer translations (v1 documents integers) up to a quarter of the side, scale 0.5-2, shears up to 40
-    degrees."""
+    """Integer translations (v1 documents integers) up to a quarter of the side, scale 0.5-2 (0 or negative in
+    "scale-not-positive"), shears up to 40 degrees."""
     shear = st.one_of(st.just(0.0), st.decimals(-40, 40, places=1).map(float))
+    scale = st.one_of(st.just(1.0), st.decimals("0.5", 2, places=2).map(float))
+    if mode == "scale-not-positive":
+        scale = st.one_of(st.just(0.0), st.decimals(-2, "-0.01", places=2).map(float))
     return {
-        "angle": draw(angles(), label="angle"),
+        **_common(draw, recipe, mode),
         "translate": [
             draw(st.integers(-(recipe.width // 4), recipe.width // 4), label="tx"),
             draw(st.integers(-(recipe.height // 4), recipe.height // 4), label="ty"),
         ],
-        "scale": draw(st.one_of(st.just(1.0), st.decimals("0.5", 2, places=2).map(float)), label="scale"),
+        "scale": draw(scale, label="scale"),
         "shear": [draw(shear, label="shear_x"), draw(shear, label="shear_y")],
-        "interpolation": mode,
-        "fill": draw(fills(recipe.dtype), label="fill"),
     }
 
 
@@ -107,8 +130,14 @@ def affine_inverse(params: dict[str, Any], height: int, width: int) -> np.ndarra
 
 
 def stored_fill(fill: float, dtype: str) -> float:
-    """The fill as the output image holds it: a float32 image holds the value rounded to float32."""
-    return float(np.float32(fill)) if dtype == "float32" else fill
+    """The fill as a float image holds it (torchvision and kornia cast it to the image's dtype): rounded to
+    nearest even; bfloat16 keeps float32's upper 16 bits."""
+    if dtype in ("float32", "float16"):
+        return float(np.dtype(dtype).type(fill))
+    if dtype == "bfloat16":
+        bits = int(np.float32(fill).view(np.uint32))
+        return float(np.uint32((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32))
+    return fill
 
 
 def _reference(inverse_of):
@@ -125,7 +154,9 @@ def _features(inverse_of):
     def features(case: Case) -> dict[str, Any]:
         """Facts the known issues scope to: ties (nearest), samples between the image and the fill (bilinear),
         a fill passed explicitly, a side of one pixel, more than one image, a quarter turn of a square image (v2
-        rotate's fast path)."""
+        rotate's fast path).  None for a scale <= 0 (no inverse map)."""
+        if case.params.get("scale", 1.0) <= 0:
+            return {}
         height, width = case.recipe.height, case.recipe.width
         inverse = inverse_of(case.params, height, width)
         nearest = case.params["interpolation"] == "nearest"
@@ -147,7 +178,7 @@ TV_KEYWORDS = {"interpolation": ("interpolation", InterpolationMode), "fill": No
 
 
 def _tv_rotate(rotate):
-    def call(image: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
+    def call(image: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:  # touches no tensor attribute: PIL works
         return rotate(image, p["angle"], **keywords(p, expand=None, **TV_KEYWORDS))
 
     return call
@@ -172,7 +203,8 @@ def _kornia_fill(image: torch.Tensor, p: dict[str, Any]) -> dict[str, Any]:
 
 def _kornia_rotate(image: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
     """kornia.geometry.transform.rotate (counter-clockwise about ((W-1)/2, (H-1)/2)); it takes no fill, so
-    with one: get_rotation_matrix2d + warp_affine.  align_corners is left at its default."""
+    with one: get_rotation_matrix2d + warp_affine.  align_corners is left at its default.  Every tensor is in
+    the image's dtype, as kornia requires of the matrix (so a half image gets a half matrix)."""
     from kornia.geometry import transform as kt
 
     angle, mode = _scalars(image, p["angle"]), keywords(p, interpolation="mode")
@@ -264,15 +296,32 @@ def _opencv_affine(image: np.ndarray, p: dict[str, Any]) -> np.ndarray:
 
 
 # -- tolerances --------------------------------------------------------------------------------------
+def _half(name: str, ulp: float) -> Tolerance:
+    return Tolerance(
+        f"{name}-output-rounding",
+        atol=ulp + 3.1e-5,
+        reason=f"what a {name} image can hold: two roundings to {name} (the sample, the fill blend) of values below 2, "
+        f"an ulp at [1, 2) ({ulp:.3g}), plus float32 positions (3.1e-5); measured at most 9.9e-4 (float16), 7.8e-3 "
+        f"(bfloat16) where the known issues do not apply: torchvision and kornia position {name} samples more "
+        "coarsely (vision-half-precision-grid-*, kornia-half-precision-matrix-*)",
+    )
+
+
+EXACT = Tolerance(
+    "exact",
+    reason="nearest copies one input pixel or the fill: any difference is another pixel. "
+    "Samples on or near cell edges are known issues (ties), not a tolerance",
+)
+PILLOW_TRUNCATES = Tolerance(
+    "pillow-truncates",
+    atol=1,
+    reason="Pillow's 8-bit bilinear filter truncates the interpolated value instead of rounding it: up to one level "
+    "below; measured 1 (Pillow's own calls and torchvision's PIL path)",
+)
 TOLERANCES = [
-    Rule(
-        Tolerance(
-            "exact",
-            reason="nearest copies one input pixel or the fill: any difference is another pixel. "
-            "Samples on or near cell edges are known issues (ties), not a tolerance",
-        ),
-        mode="nearest",
-    ),
+    Rule(EXACT, mode="nearest"),
+    Rule(EXACT, mode="fill-out-of-range"),  # warps with nearest
+    Rule(PILLOW_TRUNCATES, check="pil", dtype="uint8", mode="bilinear"),  # torchvision hands a PIL image to Pillow
     Rule(
         Tolerance(
             "uint8-rounding",
@@ -280,6 +329,16 @@ TOLERANCES = [
             reason="one level from round(reference): torchvision computes in float32 and rounds; measured max 1",
         ),
         dtype="uint8",
+    ),
+    Rule(
+        Tolerance(
+            "uint16-rounding",
+            atol=1,
+            reason="one level from round(reference): torchvision interpolates in float32 (24 bits: up to ~4e-3 of a "
+            "level at 65535) and rounds, so a value that close to a half level may round the other way; measured "
+            "max 1 (v1 and v2, 300 cases per variant)",
+        ),
+        dtype="uint16",
     ),
     Rule(
         Tolerance(
@@ -292,18 +351,17 @@ TOLERANCES = [
         ),
         dtype="float32",
     ),
-]
-PILLOW_TRUNCATES = [
     Rule(
         Tolerance(
-            "pillow-truncates",
-            atol=1,
-            reason="Pillow's 8-bit bilinear filter truncates the "
-            "interpolated value instead of rounding it: up to one level below",
+            "float64-coordinates",
+            atol=1e-12,
+            reason="float64 grid and weights: a few ulps of coordinates up to 64 (1.4e-14 each) times a slope of 2; "
+            "measured 2.3e-14 (kornia), 1.3e-14 (torchvision), 300 cases per variant",
         ),
-        dtype="uint8",
-        mode="bilinear",
-    )
+        dtype="float64",
+    ),
+    Rule(_half("float16", 2**-10), dtype="float16"),
+    Rule(_half("bfloat16", 2**-7), dtype="bfloat16"),
 ]
 OPENCV_FIXED_WEIGHTS = [
     Rule(
@@ -318,7 +376,7 @@ OPENCV_FIXED_WEIGHTS = [
 
 def _split(library: str, call: Any, default: str, *, defaults: dict[str, Any], **fields: Any) -> list[Implementation]:
     """The library's implementation for its default interpolation (which a case may leave out) and, suffixed
-    with the other one, an implementation that always passes it."""
+    with the other one, an implementation that always passes it.  Both get the error modes."""
     other = MODES[1 - MODES.index(default)]
     return [
         Implementation(
@@ -335,52 +393,68 @@ def _split(library: str, call: Any, default: str, *, defaults: dict[str, Any], *
     ]
 
 
+TV_SPEC = {"pil_input": TORCHVISION_PIL}
+TV_RAISES = {"scale-not-positive": ExpectedError("torchvision checks scale", ValueError, match="scale should be pos")}
 HOST_FIELDS = {"host_only": HOST, "spec": {"keeps_memory_format": False, "host_transfers": HOST}}
 KORNIA_SPEC = {"keeps_memory_format": False, "needs": ("kornia.geometry.transform.warp_affine",)}
 OPENCV_SPEC = {**HOST_FIELDS["spec"], "needs": ("cv2.warpAffine",)}
+NO_SCALE = {"scale-not-positive": "it takes the affine matrix, which this module builds (forward_affine): no scale"}
+# OpenCV documents saturation for every value it stores (its borderValue too): the fill is clamped, after rounding
+OPENCV_SATURATES = Accepted(
+    "docs.opencv.org/4.x/d1/dfb/intro.html 'Saturation Arithmetics': 'to store r, the result of an operation, to an "
+    "8-bit image, you find the nearest value within the 0..255 range ... This semantics is used everywhere in the "
+    "library'",
+    meaning=lambda p: p | {"fill": min(max(round(p["fill"]), 0), 255)},
+)
 
 
-def _operation(
-    name: str,
-    description: str,
-    params,
-    inverse_of,
-    optional: tuple[str, ...],
-    tv2,
-    tv1,
-    kornia_call,
-    pillow_call,
-    opencv_call,
-) -> Operation:
+def _operation(name, description, params, inverse_of, optional, tv2, tv1, kornia_call, pillow_call, opencv_call):
     # Documented defaults: torchvision's rotate/affine interpolation NEAREST and fill 0 (RandomRotation, RandomAffine);
     # kornia's mode "bilinear" and padding "zeros"; Pillow's resample NEAREST, no fillcolor (black); OpenCV's flags
     # INTER_LINEAR, borderValue 0.  No library expands by default; kornia and OpenCV always keep the size.
     fixed = {"fill": 0, **({"expand": False} if "expand" in optional else {})}
+    invalid = {mode: why for mode, why in INVALID.items() if name == "affine" or mode != "scale-not-positive"}
+    errors = [("uint8", "fill-out-of-range")] + ([("float32", "scale-not-positive")] if name == "affine" else [])
+    no_scale, tv_raises = (NO_SCALE, TV_RAISES) if name == "affine" else ({}, {})
     return Operation(
         name=name,
         description=description,
         reference=_reference(inverse_of),
         params=params,
-        dtypes=DTYPES,
+        dtypes=("uint8", "uint16", "float16", "bfloat16", "float32", "float64"),
         modes=MODES,
+        invalid=invalid,
+        variants=VALID + errors,
         tolerances=TOLERANCES,
         recipes=warp_recipes,
-        optional=optional,
+        optional=lambda mode: optional if mode in MODES else (),
         spec={"features": _features(inverse_of)},
         # linear in the image (the fill is a constant): the gradient is the transposed sampling weights.  Not for
         # nearest: its forward tolerance lets a share of samples at ties take the neighbour (docs/tolerances.md),
         # and their gradient moves with them; that is the same allowance, not a backward to judge.
         gradient=Gradient(modes=("bilinear",)),
         implementations=[
-            *_split(TV2, tv2, "nearest", defaults=fixed),
-            *_split(TV1, tv1, "nearest", defaults=fixed),
-            *_split(KORNIA, batched(kornia_call), "bilinear", defaults=fixed, dtypes=("float32",), spec=KORNIA_SPEC),
+            # torchvision documents no fill range and wraps an out-of-range fill (a finding: undeclared)
+            *_split(TV2, tv2, "nearest", defaults=fixed, raises=tv_raises, spec=TV_SPEC),
+            *_split(TV1, tv1, "nearest", defaults=fixed, raises=tv_raises, spec=TV_SPEC),
+            # kornia checks no scale (a finding); it takes float images only, so no uint8 fill
+            *_split(
+                KORNIA,
+                batched(kornia_call),
+                "bilinear",
+                defaults=fixed,
+                dtypes=("float16", "bfloat16", "float32", "float64"),
+                spec=KORNIA_SPEC,
+            ),
+            # Pillow clamps an out-of-range fill without documenting it (a finding: undeclared)
             *_split(
                 PILLOW,
                 pillow_image_op(pillow_call),
                 "nearest",
                 defaults=fixed,
-                tolerances=PILLOW_TRUNCATES,
+                dtypes=("uint8", "float32"),
+                tolerances=[Rule(PILLOW_TRUNCATES, dtype="uint8", mode="bilinear")],
+                not_applicable=no_scale,
                 **HOST_FIELDS,
             ),
             *_split(
@@ -388,7 +462,10 @@ def _operation(
                 per_host_image(opencv_call),
                 "bilinear",
                 defaults=fixed,
+                dtypes=("uint8", "uint16", "float32", "float64"),
                 tolerances=OPENCV_FIXED_WEIGHTS,
+                accepts={"fill-out-of-range": OPENCV_SATURATES},
+                not_applicable=no_scale,
                 host_only=HOST,
                 spec=OPENCV_SPEC,
             ),

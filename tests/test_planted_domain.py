@@ -137,7 +137,7 @@ PLANTS = {
     "pil-path-differs-from-the-tensor-path": (PIL_PATH, "test_geometry.py", "hflip_tv1 and pil", "as a PIL"),
     "parameter-helper-default-on-the-cpu": (
         HELPER_DEFAULT_ON_THE_CPU,
-        "test_affine.py",
+        "test_affine_random.py",
         "shear_matrix and vcuda",
         "vcuda:1",
     ),
