@@ -143,3 +143,15 @@ def test_an_empty_recipe_has_no_pixels_and_integer_white_is_the_dtypes_largest_v
     assert Recipe(4, 0).empty and not Recipe(1, 1).empty
     assert int(materialize(Recipe(2, 2, dtype="uint16", content="extremes", seed=1)).to(torch.int32).max()) == 65535
     assert (peak("uint8"), peak("uint16"), peak("float16")) == (255.0, 65535.0, 1.0)
+
+
+def test_the_shape_adapters_pass_an_image_with_no_pixels_to_the_library():
+    """reshape(-1, ...) cannot resolve a tensor of 0 elements: the adapter raised, and a library's refusal (or not)
+    of an empty image was never seen."""
+    from conformance.spec.adapters import batched, per_host_image
+
+    empty = torch.zeros(2, 3, 0, 5)
+    seen = []
+    assert batched(lambda x, p: seen.append(x.shape) or x)(empty, {}).shape == empty.shape
+    assert per_host_image(lambda a, p: seen.append(a.shape) or a)(empty, {}).shape == empty.shape
+    assert seen == [(2, 3, 0, 5), (0, 5, 3), (0, 5, 3)]

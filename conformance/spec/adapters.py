@@ -9,6 +9,7 @@ using them for a host library declares `host_only` (the copy is by design there)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,7 @@ def batched(function: Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]) ->
 
     def call(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         lead = image.shape[:-3]
-        output = function(image.reshape(-1, *image.shape[-3:]), params)
+        output = function(image.reshape(math.prod(lead), *image.shape[-3:]), params)  # not -1: 0 pixels resolve nothing
         return output.reshape(*lead, *output.shape[-3:])
 
     call.__qualname__ = getattr(function, "__qualname__", "batched")
@@ -42,7 +43,7 @@ def per_host_image(
     def call(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         host = image.detach().cpu()
         lead, (channels, height, width) = host.shape[:-3], host.shape[-3:]
-        images = host.reshape(-1, channels, height, width).permute(0, 2, 3, 1).numpy()
+        images = host.reshape(math.prod(lead), channels, height, width).permute(0, 2, 3, 1).numpy()
         outputs = []
         for one in images:
             if channelwise:
