@@ -120,11 +120,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     a --tolerances rule for no collected op, or a known-issue entry for an op no case module defines is a usage
     error (every item would be skipped, or a policy would apply to nothing, and a gate would pass on nothing).  An
     xdist worker leaves it to the controller, which sees every worker's collection (and the ops it wrote)."""
+    run = session.config.stash[STATE].run
+    if run is None:  # not a conformance run: nothing imported (the collection module imports torch)
+        return
     from conformance.engine.collection import defined_ops, write_defined_ops
 
-    run = session.config.stash[STATE].run
-    if run is None:
-        return
     workerinput = getattr(session.config, "workerinput", None)
     if workerinput is not None:
         write_defined_ops(run.run_dir / "outcomes", str(workerinput.get("workerid")))

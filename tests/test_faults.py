@@ -70,12 +70,13 @@ def test_raising_wrong_type_and_nan_are_recorded_and_the_run_goes_on(project):
     project.makepyfile(test_faulty=FAULTY)
     result = project.runpytest_inprocess(*QUICK)
     # raising fails its error item, and its other checks skip (nothing to look at); wrong_type's reference
-    # item skips (no tensor to compare)
-    result.assert_outcomes(failed=3, passed=9, skipped=4)
+    # item skips (no tensor to compare); nan_output fails its reference and its invariants (NaN is not finite)
+    result.assert_outcomes(failed=4, passed=8, skipped=4)
     verdicts = {(r["op"], r["check"], r["verdict"]) for r in records(project) if r.get("phase") == "final"}
     assert ("raising", "error", "error") in verdicts
     assert ("wrong_type", "invariants", "fail") in verdicts
     assert ("nan_output", "reference", "fail") in verdicts
+    assert ("nan_output", "invariants", "fail") in verdicts
     assert (project.path / "reports" / "latest" / "index.html").is_file()
 
 

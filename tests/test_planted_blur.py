@@ -23,6 +23,7 @@ TARGETS = [CPU, VCUDA1]
 
 
 blur = case_module("test_blur")
+blur_kornia = case_module("test_blur_kornia")  # kornia's kernel builders and RandomGaussianBlur
 TV2 = next(s for s in blur.GAUSSIAN_BLUR.specs() if s.name == "gaussian_blur_tv2")
 
 # 2 images of 3 channels, 9 x 11 (H x W), a 5 x 3 (kx x ky) kernel: x and y differ, so a swap shows
@@ -130,16 +131,16 @@ def test_a_random_blur_with_one_sigma_for_the_batch_is_caught(target, virtual_de
             first = params["sigma"][:1].expand_as(params["sigma"])
             return super().apply_transform(input, params | {"sigma": first}, flags, transform)
 
-    real = outcomes(blur.RANDOM_GAUSSIAN_BLUR, RANDOM_CASE, target)
+    real = outcomes(blur_kornia.RANDOM_GAUSSIAN_BLUR, RANDOM_CASE, target)
     failed = {k: o.message for k, o in real.items() if not o.passed and not o.warning}
     assert not failed, failed
-    module = blur.RANDOM_GAUSSIAN_BLUR.module
+    module = blur_kornia.RANDOM_GAUSSIAN_BLUR.module
     plant = dataclasses.replace(
-        blur.RANDOM_GAUSSIAN_BLUR,
+        blur_kornia.RANDOM_GAUSSIAN_BLUR,
         name="planted",
         module=dataclasses.replace(
             module,
-            build=lambda p: FirstSigmaForAll(blur.kornia_kernel_size(p["kernel_size"]), tuple(p["sigma_range"]), p=1.0),
+            build=lambda p: FirstSigmaForAll(blur_kornia.kornia_kernel_size(p["kernel_size"]), tuple(p["sigma_range"]), p=1.0),
         ),
     )
     reference = outcomes(plant, RANDOM_CASE, target)["reference"]

@@ -62,7 +62,7 @@ def test_a_replay_case_can_come_from_a_file_and_bad_ones_are_usage_errors(projec
     for bad, message in [
         ("{oops", "not valid JSON"),
         ("missing.json", "neither a JSON case nor"),
-        ('{"op": "good", "recipe": {"height": -1, "width": 1}}', "positive integers"),
+        ('{"op": "good", "recipe": {"height": -1, "width": 1}}', "non-negative integers"),
     ]:
         result = run(project, "--replay", bad)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -110,7 +110,8 @@ reason = "fixed long ago"
 
 [[issue]]
 id = "elsewhere"
-op = "not-collected"
+op = "good"
+targets = ["cuda*"]
 max_case_fraction = 1
 link = "https://example.org/x"
 reason = "matches nothing"

@@ -55,5 +55,7 @@ def test_two_workers_give_the_same_summary_as_one(tmp_path):
     assert serial_code == parallel_code
     assert serial["groups"] and without_peer_psnr(serial["groups"]) == without_peer_psnr(parallel["groups"])
     assert serial["totals"] == parallel["totals"]
-    assert sorted(p.name for p in (tmp_path / "parallel" / "outcomes").iterdir()) == ["gw0.jsonl", "gw1.jsonl"]
+    # each worker's records, and the ops it collected (for the controller's known-issue check)
+    written = sorted(p.name for p in (tmp_path / "parallel" / "outcomes").iterdir())
+    assert written == ["gw0.defined.json", "gw0.jsonl", "gw1.defined.json", "gw1.jsonl"]
     assert sorted(p.name for p in (tmp_path / "parallel" / "examples").iterdir()) == ["gw0.parquet", "gw1.parquet"]
