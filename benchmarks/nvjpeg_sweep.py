@@ -21,10 +21,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cases"))
 
-from test_jpeg import pillow_decode, pillow_encode
-
+from conformance.spec.jpeg import pillow_decode, pillow_encode
 from conformance.spec.recipes import Recipe, materialize
 
 CONTENTS = ("noise", "gradient", "constant", "checkerboard", "extremes")

@@ -155,7 +155,7 @@ def test_a_jpeg_decoder_with_a_shifted_channel_is_caught():
 
 
 def test_kornias_codec_is_held_to_its_psnr_floor():
-    jpeg_cases = case_module("test_jpeg")
+    jpeg_cases = case_module("test_jpeg_kornia")
     case = Case(
         "planted", Recipe(16, 16, channels=3, batch=(1,), dtype="float32", content="gradient", seed=9), {"quality": 60}
     )

@@ -140,7 +140,9 @@ def test_a_random_blur_with_one_sigma_for_the_batch_is_caught(target, virtual_de
         name="planted",
         module=dataclasses.replace(
             module,
-            build=lambda p: FirstSigmaForAll(blur_kornia.kornia_kernel_size(p["kernel_size"]), tuple(p["sigma_range"]), p=1.0),
+            build=lambda p: FirstSigmaForAll(
+                blur_kornia.kornia_kernel_size(p["kernel_size"]), tuple(p["sigma_range"]), p=1.0
+            ),
         ),
     )
     reference = outcomes(plant, RANDOM_CASE, target)["reference"]

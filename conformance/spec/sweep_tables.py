@@ -97,7 +97,7 @@ SKIPS: tuple[tuple[Callable[[str], bool], str], ...] = (
     ),
     (
         lambda n: n in ("JPEG", "RandomJPEG"),
-        "JPEG needs uint8 (torchvision) or a codec (covered by cases/test_jpeg.py)",
+        "JPEG needs uint8 (torchvision) or a codec (covered by cases/test_jpeg.py and test_jpeg_kornia.py)",
     ),
     (lambda n: n in ("FiveCrop", "TenCrop"), "returns a tuple of crops, not an image"),
 )
