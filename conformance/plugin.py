@@ -11,9 +11,11 @@ in the header, no reports folder.  Only functions built by `OpSpec.test()` are t
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import signal
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,7 @@ import pytest
 
 from conformance.engine import config as run_config
 from conformance.engine import interrupts, options, profiles
+from conformance.launch import announce_run_dir
 
 pytest_plugins = ("conformance.plugin_items",)  # the item hooks, registered with this module
 profiles.register()  # named profiles for --hypothesis-profile; registering loads nothing
@@ -39,6 +42,8 @@ class PluginState:
     narrowed: dict[str, str] = field(default_factory=dict)
     collection_checked: bool = False  # the xdist controller checked a worker's collection
     previous_sweep: str | None = None  # CONFORMANCE_SWEEP before this session set it (restored at unconfigure)
+    session: pytest.Session | None = None  # set at the session's end, whose exit status a late stop changes
+    summarised_complete: bool = False  # summary.json was written marked complete
 
 
 STATE = pytest.StashKey[PluginState]()
@@ -82,6 +87,7 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     from conformance.engine.session import ConformanceRun
     from conformance.spec import sweep
 
+    _handle_stops(state, worker=hasattr(config, "workerinput"))
     try:  # a sweep module that does not import: one line now, not a traceback at collection or session start
         sweep.check_importable(sweep.parse(os.environ.get(options.SWEEP_ENV, "")))
     except sweep.SweepModuleError as exc:
@@ -110,14 +116,25 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     except CaseSourceError as exc:
         raise pytest.UsageError(str(exc)) from None
     state.run.narrowed = state.narrowed
-    interrupts.clear()
-    if workerinput is None and threading.current_thread() is threading.main_thread():
-        # CI cancellations and timeouts send SIGTERM: end like Ctrl-C (summary and report marked incomplete).
-        # Both are remembered as well as raised: see conformance.engine.interrupts for where one gets lost.
-        state.previous_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, interrupts.on_signal)
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not one a debugger or host set
-            state.previous_handlers[signal.SIGINT] = signal.signal(signal.SIGINT, interrupts.on_signal)
+    if workerinput is None:
+        announce_run_dir(state.run.run_dir)  # to `python -m conformance run`, which finishes it if pytest dies
     return state.run
+
+
+def _handle_stops(state: PluginState, worker: bool) -> None:
+    """CI cancellations and timeouts send SIGTERM: end like Ctrl-C (summary and report marked incomplete), in
+    the controller and in each xdist worker (a signal to the process group reaches them all; a worker ends its
+    item as interrupted instead of dying of it).  Both are remembered as well as raised: see
+    conformance.engine.interrupts for where one gets lost.  Installed before the run's imports (seconds of
+    torch): a stop during them is an interrupted session too."""
+    interrupts.clear()
+    if threading.current_thread() is not threading.main_thread() or state.previous_handlers:
+        return
+    state.previous_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, interrupts.on_signal)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not one a debugger or host set
+        state.previous_handlers[signal.SIGINT] = signal.signal(signal.SIGINT, interrupts.on_signal)
+    if worker:
+        interrupts.unblock()  # the controller starts its workers with the stops blocked (distribute.XdistHooks)
 
 
 def run_of(config: pytest.Config) -> Any:
@@ -153,24 +170,84 @@ def pytest_report_collectionfinish(config: pytest.Config, start_path: Path, item
     return _header(config, state.run) if state.run is not None and state.lazily else []
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In an xdist worker of a run (after pytest's faulthandler plugin enabled it): a worker that dies mid-item
+    is recorded by the controller, with its item and case and a rerun line that shows the stack in one process;
+    faulthandler's dump of every thread said it again in some 80 lines a crash."""
+    state = session.config.stash.get(STATE, None)
+    if state is not None and state.run is not None and hasattr(session.config, "workerinput"):
+        faulthandler.disable()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
+    """Around every other plugin's end of session (xdist's teardown of its workers among them), so that a stop
+    landing in any of it is remembered, not raised (`interrupts.closing`); then the run folder's end."""
+    state = session.config.stash.get(STATE, None)
+    if state is not None and state.run is not None:
+        interrupts.closing()
+    try:
+        return (yield)
+    finally:
+        _finish(session, exitstatus)
+
+
+def _finish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(STATE, None)
     if state is None:
         return
+    state.session = session
+    interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+    if interrupts.requested() is not None and not interrupted:  # a stop that landed while the session ended
+        interrupted, session.exitstatus = True, pytest.ExitCode.INTERRUPTED
+    run_dir = state.run.run_dir if state.run is not None else state.run_dir
+    controller = not hasattr(session.config, "workerinput")
+    if controller and interrupts.requested() is not None and state.run is not None:
+        # stopped before any item wrote a record (at collection): the folder is kept, with a summary marked
+        # incomplete, so `reports/latest` is this run and not the one before it
+        (state.run.run_dir / "outcomes").mkdir(parents=True, exist_ok=True)
     if state.run is not None:
         state.run.close()
-    run_dir = state.run.run_dir if state.run is not None else state.run_dir
-    if hasattr(session.config, "workerinput") or run_dir is None or not (run_dir / "outcomes").is_dir():
+    if not controller or run_dir is None or not (run_dir / "outcomes").is_dir():
         return
     from conformance.report.terminal import finish_run_folder
 
-    interrupted = exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
     state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
+    state.summarised_complete = not interrupted
+
+
+def _late_stop(config: pytest.Config, state: PluginState) -> None:
+    """A stop that no summary says: one during the session's start (its end never ran), or one after summary.json
+    was written marked complete (the terminal's summary, the ISA workers' teardown).  The run was interrupted
+    all the same: its summary says so, the exit code is 2, and one line tells where the summary is."""
+    stop = interrupts.requested()
+    if stop is None or state.run is None or (state.session is not None and not state.summarised_complete):
+        return
+    from conformance.report.terminal import finish_run_folder
+
+    run_dir = state.run.run_dir
+    if state.session is not None:
+        state.session.exitstatus = pytest.ExitCode.INTERRUPTED
+    when = "before the items ran" if state.session is None else "while the run ended"
+    line = f"conformance: {stop} {when}: {run_dir / 'summary.json'} marked incomplete"
+    try:
+        (run_dir / "outcomes").mkdir(parents=True, exist_ok=True)
+        finish_run_folder(run_dir, interrupted=True)
+    except OSError as exc:  # the folder went meanwhile: say so in the same one line
+        line = f"conformance: {stop} {when}; its summary could not be written ({exc})"
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)
+    else:  # stopped before pytest's terminal was set up
+        sys.stderr.write(line + "\n")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
     if state is not None:
+        if not hasattr(config, "workerinput"):
+            _late_stop(config, state)
         for signum, handler in state.previous_handlers.items():
             signal.signal(signum, handler)
         if state.previous_sweep is None:

@@ -17,6 +17,7 @@ import pytest
 from conformance.engine import interrupts
 from conformance.plugin import STATE, run_of
 from conformance.spec.item_ids import item_params_id, parse_item_id
+from conformance.watchdog import watch
 
 
 @pytest.fixture(scope="session")
@@ -131,6 +132,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     collected = {spec.name for item in session.items if (spec := _spec_of(item)) is not None}
     _judge_collection(session.config, run, collected, defined_ops() if collected else None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Before the items run, in the process that runs them: its watchdog, which ends the process when an op
+    overruns --case-timeout in native code (conformance.watchdog).  Started here, not at configuration: pytest
+    captures stderr while it collects, and the watchdog's one line must reach the terminal."""
+    run = session.config.stash[STATE].run
+    if run is not None and not session.config.option.collectonly:
+        watch(session.config, run.run_dir, run.worker, run.cfg.case_timeout_s)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: unknown where it is not installed

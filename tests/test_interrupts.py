@@ -52,3 +52,37 @@ def test_before_the_fix_the_stop_was_reported_as_unraisable(monkeypatch):
     finally:
         interrupts.clear()
     assert reported and isinstance(reported[0].exc_value, KeyboardInterrupt)
+
+
+def _signal_raises(signum: int) -> bool:
+    try:
+        interrupts.on_signal(signum, None)
+    except KeyboardInterrupt:
+        return True
+    return False
+
+
+def test_a_stop_is_raised_once_and_repeats_are_only_remembered(monkeypatch):
+    """The same SIGTERM reaches pytest from the process group and from the launcher; a repeat raised while pytest
+    reported the first escaped as a traceback (exit 254, no summary)."""
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # on_signal wraps it: given back after
+    interrupts.clear()
+    try:
+        assert _signal_raises(signal.SIGTERM)
+        assert not _signal_raises(signal.SIGTERM) and not _signal_raises(signal.SIGINT)
+        assert interrupts.requested() == "signal 15 (SIGTERM)"  # the first stop's reason
+    finally:
+        interrupts.clear()
+    assert _signal_raises(signal.SIGINT)  # a new session raises its first again
+    interrupts.clear()
+
+
+def test_a_stop_while_the_session_ends_is_remembered_not_raised(monkeypatch):
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    interrupts.clear()
+    try:
+        interrupts.closing()
+        assert not _signal_raises(signal.SIGTERM)
+        assert interrupts.requested() == "signal 15 (SIGTERM)"
+    finally:
+        interrupts.clear()

@@ -133,6 +133,8 @@ def error_class(name: str | None) -> type[BaseException]:
 
 
 def ignore_interrupts() -> None:
-    """In a worker: Ctrl-C reaches the whole process group, but the worker ends when its parent closes
-    the pipe (printing no traceback of its own)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """In a worker: Ctrl-C and a SIGTERM to the process group reach it too, but it ends when its parent closes
+    the pipe, or kills it (printing no traceback of its own, and never cutting a case short under the item
+    that waits for it).  `isa_start` starts it so, before the exec; this is for one started otherwise."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)

@@ -12,10 +12,10 @@ import os
 import pickle
 import socket
 import subprocess
-import sys
 import time
 from typing import Any
 
+from conformance.devices import isa_start
 from conformance.devices.isa import ENV, HEADER, receive, tensors
 
 CONNECT_S = 120.0  # how long a shared worker may take to start listening
@@ -29,12 +29,7 @@ class OwnWorker:
     def __init__(self, level: str) -> None:
         env = dict(os.environ, **{ENV: level})
         env.pop("CONFORMANCE_TARGETS", None)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "conformance.devices.isa_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-        )
+        self.process = isa_start.start([], env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert self.process.stdout is not None and self.process.stdin is not None  # started with PIPE
         self.stdin = self.process.stdin
         self.hello = receive(self.process.stdout)  # EOFError: it did not start

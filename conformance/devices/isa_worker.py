@@ -9,6 +9,7 @@ controller closes its stdin)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import selectors
@@ -120,6 +121,7 @@ def serve(path: str) -> None:
             if key.data == "parent":
                 if not os.read(sys.stdin.buffer.fileno(), 4096):
                     listener.close()
+                    _remove(path)
                     return
             elif key.data == "accept":
                 connection, _ = listener.accept()
@@ -155,6 +157,14 @@ def serve(path: str) -> None:
                 connection.setblocking(False)
             except OSError:
                 drop(connection)
+
+
+def _remove(path: str) -> None:
+    """The socket, and its folder once the last level's worker has gone: the controller removes them too, but
+    one killed (its stop overran) no longer can."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+        os.rmdir(os.path.dirname(path))
 
 
 if __name__ == "__main__":

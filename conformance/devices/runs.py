@@ -9,6 +9,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.devices import deadline
 from conformance.devices.frames import is_library, is_plumbing
 from conformance.devices.placement import PlacementLog, is_device_mix_error
 
@@ -21,10 +22,11 @@ class CaseTimeout(BaseException):
 
 
 class time_limit:
-    """Raise CaseTimeout in the op after `seconds` (Python code only; the main thread of a POSIX process,
-    which pytest and its xdist workers are; elsewhere no limit).  The process's SIGALRM handler is saved and
-    restored around the call (pytest-timeout, for one, uses SIGALRM too).  A class, not a generator: it
-    wraps every op call."""
+    """Raise CaseTimeout in the op after `seconds` (the main thread of a POSIX process, which pytest and its
+    xdist workers are; elsewhere no limit).  The SIGALRM handler runs only between Python bytecodes, so the
+    call's deadline is also shared with the process's watchdog (`deadline`), which ends the process when native
+    code overruns it.  The process's SIGALRM handler is saved and restored around the call (pytest-timeout,
+    for one, uses SIGALRM too).  A class, not a generator: it wraps every op call."""
 
     __slots__ = ("previous", "seconds")
 
@@ -39,9 +41,11 @@ class time_limit:
         if self.seconds:
             self.previous = signal.signal(signal.SIGALRM, self._expire)
             signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            deadline.arm(self.seconds)
 
     def __exit__(self, *exc: Any) -> None:
         if self.seconds:
+            deadline.disarm()
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self.previous)
 

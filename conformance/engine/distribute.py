@@ -17,15 +17,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conformance.devices import isa_start
 from conformance.devices.exits import end_now
+from conformance.engine import interrupts
 from conformance.spec.item_ids import parse_item_id, worker_group
+from conformance.store.overruns import ending
 from conformance.store.records import RecordWriter, last_case_started
 
 ISA_ENV = "ATEN_CPU_CAPABILITY"
@@ -104,14 +106,22 @@ class XdistHooks:
             path = os.path.join(self.isa_folder, f"{level}.sock")
             env = dict(os.environ, **{ISA_ENV: level})
             env.pop("CONFORMANCE_TARGETS", None)
-            self.isa_workers.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "conformance.devices.isa_worker", "--listen", path],
-                    stdin=subprocess.PIPE,
-                    env=env,
-                )
-            )
+            self.isa_workers.append(isa_start.start(["--listen", path], env, stdin=subprocess.PIPE))
             self.isa_paths[level] = path
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> Any:
+        """xdist starts its workers here.  They start with the stops blocked (each takes them once its handler is
+        in: `plugin._handle_stops`), and a stop meanwhile is held until the run loop: raised here, pytest skips the
+        session's end (no summary, no teardown of the workers), and such a run was seen to hang until killed."""
+        if self.cfg is None:
+            return (yield)
+        with interrupts.held(), interrupts.blocked():
+            return (yield)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        interrupts.raise_if_requested()  # a stop held while the workers started
 
     def pytest_configure_node(self, node) -> None:
         node.workerinput["conformance_run_dir"] = str(self.run_dir)
@@ -119,26 +129,38 @@ class XdistHooks:
             node.workerinput["conformance_isa"] = json.dumps(self.isa_paths)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """The shared ISA workers end when their stdin closes."""
-        for process in self.isa_workers:
-            with contextlib.suppress(OSError, AttributeError):  # stdin is a pipe (started with PIPE)
-                process.stdin.close()  # type: ignore[union-attr]
-        for process in self.isa_workers:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        if self.isa_folder is not None:
-            shutil.rmtree(self.isa_folder, ignore_errors=True)
+        """The shared ISA workers end when their stdin closes; after a stop they are killed at once (one may be
+        in a case that runs to its timeout, and a cancelled job has seconds).  Their folder goes whatever
+        happens (a stop here is only remembered: `interrupts.closing`)."""
+        try:
+            for process in self.isa_workers:
+                with contextlib.suppress(OSError, AttributeError):  # stdin is a pipe (started with PIPE)
+                    process.stdin.close()  # type: ignore[union-attr]
+            for process in self.isa_workers:
+                try:
+                    process.wait(timeout=0 if interrupts.requested() else 15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        finally:
+            if self.isa_folder is not None:
+                shutil.rmtree(self.isa_folder, ignore_errors=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """On the controller: a worker that died mid-item (os.abort, a segfault) is recorded, with
-        the case it had started (so that case can be replayed)."""
+        """On the controller: a worker that died mid-item (os.abort, a segfault, or its watchdog ending an op
+        stuck in native code past --case-timeout) is recorded, with the case it had started (so that case can be
+        replayed)."""
         text = str(report.longrepr) if report.failed else ""
         if "crashed while running" not in text or parse_item_id(report.nodeid) is None:
             return
+        ended = ending(self.run_dir, report.nodeid)  # its watchdog ended it, stuck in native code
+        if ended is not None and ended.stopped:
+            return  # after a stop: the item was interrupted, and an incomplete summary says so
         writer = RecordWriter(self.run_dir, "main", dict)
-        writer.crash(report.nodeid, text.strip().splitlines()[-1], last_case_started(self.run_dir, report.nodeid))
+        if ended is not None:
+            writer.crash(report.nodeid, ended.message, ended.case_json, overran=True)
+        else:
+            writer.crash(report.nodeid, text.strip().splitlines()[-1], last_case_started(self.run_dir, report.nodeid))
         writer.close()
 
     @pytest.hookimpl(tryfirst=True)

@@ -5,6 +5,7 @@ Light on purpose (no torch): the plugin imports this module in every pytest sess
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,18 +79,25 @@ def default_issue_files(config: pytest.Config) -> list[Path]:
 
 
 def run_dir(config: pytest.Config, validate: bool = True) -> Path:
-    """This run's folder (not created here): the controller's under xdist, else a new one in the
-    reports folder; an unusable reports folder is a usage error when `validate`."""
+    """This run's folder: the controller's under xdist, else a new one in the reports folder, claimed
+    (created) here when `validate`, where an unusable reports folder is a usage error.  Without `validate`
+    (an xdist controller that nothing asked for conformance yet: it stays inert) it is only named."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and "conformance_run_dir" in workerinput:
         return Path(workerinput["conformance_run_dir"])
     reports = Path(
         config.getoption("reports_dir") or os.environ.get("CONFORMANCE_REPORTS") or config.rootpath / "reports"
     )
-    problem = unwritable(reports) if validate else None  # said once, before any item runs (nothing created here)
+    name = config.getoption("run_name") or default_run_name()
+    if not validate:
+        return unique_run_dir(reports, name)
+    problem = unwritable(reports)  # said once, before any item runs
     if problem:
         raise pytest.UsageError(f"--reports-dir: cannot write runs into {str(reports)!r}: {problem}")
-    return unique_run_dir(reports, config.getoption("run_name") or default_run_name())
+    try:
+        return claim_run_dir(reports, name)
+    except OSError as exc:
+        raise pytest.UsageError(f"--reports-dir: cannot write runs into {str(reports)!r}: {exc}") from None
 
 
 def unwritable(folder: Path) -> str | None:
@@ -119,6 +127,29 @@ def unique_run_dir(reports_dir: Path, name: str) -> Path:
         n += 1
         candidate = reports_dir / f"{safe_name(name)}-{n}"
     return candidate
+
+
+def claim_run_dir(reports_dir: Path, name: str) -> Path:
+    """Create this run's folder: `name`, else the first free `name-2`, `name-3`, ...  The mkdir is the claim:
+    it fails where the folder exists, so two runs started at once with one name get two folders (naming a
+    free folder and creating it at the first record let both take the same one, and one's examples table
+    overwrote the other's)."""
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    base, n = safe_name(name), 1
+    while True:
+        candidate = reports_dir / (base if n == 1 else f"{base}-{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:  # another run's folder (or a link, such as `latest`)
+            n += 1
+        else:
+            return candidate
+
+
+def release_run_dir(run_dir: Path) -> None:
+    """Give back a claimed run folder that nothing was written into (a run that collected nothing)."""
+    with contextlib.suppress(OSError):  # not empty, or gone: nothing to give back
+        run_dir.rmdir()
 
 
 @dataclass(frozen=True)

@@ -90,9 +90,9 @@ class CaseRecorder:
     def skipped(self, base: dict[str, Any], nodeid: str, check: str, reason: str) -> None:
         self.records.item_verdict(base, nodeid, check, "skipped", reason)
 
-    def case_started(self, state: ItemState, case: Case) -> None:
-        """Under xdist, before the op runs: a worker that dies names the case."""
-        self.records.case_started(state.nodeid, case.json)
+    def case_started(self, state: ItemState, case: Case, stamp: int = 0) -> None:
+        """Before the op runs: a process that dies, or that its watchdog ends, names the case."""
+        self.records.case_started(state.nodeid, case.json, stamp)
 
     def resource(self, state: ItemState, case: Case, message: str) -> None:
         self.records.resource(self.base(state), state.nodeid, state.check, state.examples, case.to_dict(), message)

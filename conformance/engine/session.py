@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from conformance.checks.registry import CheckOutcome, value_checks
-from conformance.devices import isa_feed
+from conformance.devices import deadline, isa_feed
 from conformance.devices.calls import COMPILE_STATS
 from conformance.devices.targets import Target
 from conformance.engine import interrupts
@@ -27,6 +27,7 @@ from conformance.engine.config import RunConfig
 from conformance.engine.issue_book import IssueBook
 from conformance.engine.judgement import ConformanceFailure, Judgement, failure_class, failure_message, judge
 from conformance.engine.ledger import ItemEnd, ItemInfo, ItemState, shown_warnings, verdict
+from conformance.engine.options import release_run_dir
 from conformance.engine.ordering import variant_group
 from conformance.engine.prefetch import IsaPrefetch
 from conformance.engine.recorder import CaseRecorder
@@ -84,6 +85,8 @@ class ConformanceRun:
         self.recorder.close()
         isa_feed.close_all()
         compile_stats.write(self.run_dir, self.worker, COMPILE_STATS)
+        if self.worker == "main":  # the process that claimed the folder, after every worker's end
+            release_run_dir(self.run_dir)
 
     def learn_items(self, items: Iterable[ItemInfo]) -> None:
         """The session's conformance items in run order (once): strictness is judged at a cell's last item, and
@@ -217,8 +220,9 @@ class ConformanceRun:
         if state.source == "hypothesis" and not state.failure_seen and self.replay is None:
             state.drawn.append(case)  # generated (or the database's), before any shrinking: a plan
         mode = state.info.mode
-        if self.worker != "main" and not self.cache.has_context(spec, case, state.target, mode):
-            self.recorder.case_started(state, case)  # the op runs now: if it kills the worker
+        stamp = deadline.next_check()
+        if not self.cache.has_context(spec, case, state.target, mode):
+            self.recorder.case_started(state, case, stamp)  # the op runs now: if it kills or hangs the process
         ctx = self.cache.context(spec, case, state.target, mode)
         if ctx.run.not_emulatable is not None:
             where = "not run compiled" if state.target.compiled else "not emulatable on a virtual device"

@@ -198,6 +198,8 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
         if bad
         else "no new failure"
     )
+    if not summary.get("complete", True):  # stopped or crashed before its end: the verdict is about what ran
+        head = f"incomplete run, {head}" + ("" if bad else " so far")
     lines = [f"{head}: {_plural(len(groups), 'item')} ({counts}); {_plural(outcomes, 'checked outcome')}"]
     if bad:
         rows = [r for r in _variant_rows(summary) if r[5].replace(" ", "_") in NEW]

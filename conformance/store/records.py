@@ -25,6 +25,7 @@ from typing import Any
 
 from conformance.spec.item_ids import parse_item_id
 from conformance.store.examples import peer_rows
+from conformance.store.overruns import RUNNING, read_running
 from conformance.store.tally import COUNTED_PHASES, Tally
 from conformance.store.writer import Store, json_safe
 
@@ -189,9 +190,10 @@ class RecordWriter:
         self.store.append(record)
         self.store.item_ended()
 
-    def case_started(self, nodeid: str, case_json: str) -> None:
-        """Before the op runs: if the process dies, the controller names this case in the crash record."""
-        self.store.running(nodeid, case_json)
+    def case_started(self, nodeid: str, case_json: str, stamp: int = 0) -> None:
+        """Before the op runs: if the process dies, the controller names this case in the crash record (and the
+        watchdog, if the op overruns: `stamp`, see `Store.running`)."""
+        self.store.running(nodeid, case_json, stamp)
 
     def operation(self, description: dict[str, Any]) -> None:
         """An operation and its implementations (libraries, documented defaults), once per worker."""
@@ -254,9 +256,10 @@ class RecordWriter:
             }
         )
 
-    def crash(self, nodeid: str, message: str, case_json: str | None = None) -> None:
+    def crash(self, nodeid: str, message: str, case_json: str | None = None, *, overran: bool = False) -> None:
         """An item whose worker process died: its test id tells the op, target, dtype, mode and check;
-        the case it was checking (if recorded) makes it replayable."""
+        the case it was checking (if recorded) makes it replayable.  `overran`: its watchdog ended it, and
+        `message` says why (a timeout, not a crash)."""
         parsed = parse_item_id(nodeid)
         test = parsed.test if parsed else nodeid.rpartition("::")[2]
         target, dtype, mode, check = parsed[2:] if parsed else ("?", "?", "?", "?")
@@ -275,8 +278,10 @@ class RecordWriter:
             "verdict": "error",
             "phase": "item",
             "crash": True,
-            "message": f"the worker process died while running this item: {message}",
+            "message": message if overran else f"the worker process died while running this item: {message}",
         }
+        if overran:
+            record["cause"] = "timeout"
         if case_json is not None:
             record["case_json"] = case_json
             record["repro"] = f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case_json)}"
@@ -287,11 +292,8 @@ class RecordWriter:
 def last_case_started(run_dir: Path, nodeid: str) -> str | None:
     """The case a (dead) worker was running for this item: its `outcomes/<worker>.running` file."""
     folder = run_dir / "outcomes"
-    for path in sorted(folder.glob("*.running")) if folder.is_dir() else []:
-        try:
-            head, _, rest = path.read_text(encoding="utf-8", errors="replace").partition("\n")
-            if json.loads(head).get("nodeid") == nodeid:
-                return rest.strip() or None
-        except (OSError, ValueError, AttributeError):
-            continue
+    for path in sorted(folder.glob(f"*{RUNNING}")) if folder.is_dir() else []:
+        found = read_running(path)
+        if found is not None and found[0] == nodeid:
+            return found[1]
     return None
