@@ -35,6 +35,9 @@ def test_an_op_that_exits_the_one_process_is_recorded_as_a_crash_in_an_incomplet
         summary = run.summary()
         assert summary["complete"] is False
         assert [(g["check"], g["verdict"]) for g in summary["groups"]] == [("error", "error")], summary["groups"]
+        # counted once, as the crash it was: not also as an interrupted item
+        assert summary["totals"] == {"error": 1}, summary["totals"]
+        assert "interrupted" not in summary and not summary["groups"][0].get("interrupted"), summary
         assert run.left_behind() == []
 
 

@@ -36,6 +36,7 @@ class Summarizer:
         self.used: set[str] = set()
         self.reproduced: set[str] = set()
         self.running: dict[tuple[str, str], dict[str, Any]] = {}  # per process: the item begun and not ended
+        self.crashed: set[str] = set()  # items whose process died in them: a crash, not also interrupted
         self.operations: dict[str, Any] = {}  # operation name -> its implementations (cross-library page)
         self.notes: list[dict[str, Any]] = []  # known issues not reproduced in too few cases to call them fixed
         self.families: dict[GroupKey, str] = {}
@@ -84,12 +85,16 @@ class Summarizer:
         elif kind == "outcome" and record.get("source") != "examples" and record.get("phase") in COUNTED_PHASES:
             group = self._group(record)  # item-level verdicts, out-of-memory cases, crashes
             group.add(record)
+            if record.get("crash"):
+                self.crashed.add(str(record.get("nodeid", "")))
             self.reproduced.update(group.known)
 
     def _mark_interrupted(self) -> list[str]:
         """The item each process was running when the session stopped (its last one begun, never ended)."""
         marked = []
         for _, record in sorted(self.running.items()):
+            if str(record.get("nodeid", "")) in self.crashed:  # its crash record is its verdict
+                continue
             if "test" not in record:  # an item record without the item's fields: read them from its id
                 parsed = parse_item_id(str(record.get("nodeid", "")))
                 if parsed is None:
