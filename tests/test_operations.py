@@ -332,3 +332,24 @@ def test_an_error_modes_items_check_fewer_cases_than_the_profile_asks(pytester):
     summary = json.loads((pytester.path / "reports" / "latest" / "summary.json").read_text())
     examples = {(g["mode"], g["check"]): g["examples"] for g in summary["groups"] if g["op"] == "gain_tv2"}
     assert 0 < examples[("negative", "error")] <= ERROR_MODE_EXAMPLES < examples[("valid", "error")]
+
+
+def test_a_dtype_the_imported_release_does_not_take_yet_is_not_drawn_and_the_run_says_so(monkeypatch):
+    """torchvision takes uint16 images from 0.20: on an older release its implementations draw no uint16 (a
+    release that never documented them failed every uint16 item of the tone and colour families on 0.15.2)."""
+    from conformance.spec import versions
+
+    both = {
+        "dtypes": ("uint8", "uint16"),
+        "implementations": [
+            Implementation(library=TV2, call=lambda image, p: image),
+            Implementation(library=PILLOW, call=lambda i, p: i),
+        ],
+    }
+    monkeypatch.setattr(versions, "below", lambda package, version: package == "torchvision" and version == "0.20")
+    monkeypatch.setattr(versions, "version_of", lambda package: "0.15.2")
+    tv2, pil = _operation(**both).specs()
+    assert tv2.dtypes == ("uint8",) and "torchvision 0.15.2 < 0.20: no uint16" in tv2.narrowed
+    assert pil.dtypes == ("uint8", "uint16") and not pil.narrowed
+    monkeypatch.setattr(versions, "below", lambda package, version: False)
+    assert _operation(**both).specs()[0].dtypes == ("uint8", "uint16")

@@ -29,11 +29,17 @@ class Library:
     implementations: tuple[tuple[str, str], ...] = ()  # (name in reports, default op-name suffix)
     under_test: bool = True  # the suite checks its code; False: the harness's own stack
     reference_backend: bool = False  # a reference may be built on it where it does not implement the operation
+    # dtypes its implementations take only from a release on (dtype -> first version): an Operation draws them
+    # only where the imported release has them, and says so (`narrowed`)
+    dtypes_since: tuple[tuple[str, str], ...] = ()
 
 
 LIBRARIES: tuple[Library, ...] = (
     Library("torch", "torch"),
-    Library("torchvision", "torchvision", ((TV2, "tv2"), (TV1, "tv1"), (TVIO, "tv"))),
+    # uint16 images: torchvision 0.20's release notes (before, v2 kernels read them as other integers or refuse)
+    Library(
+        "torchvision", "torchvision", ((TV2, "tv2"), (TV1, "tv1"), (TVIO, "tv")), dtypes_since=(("uint16", "0.20"),)
+    ),
     Library("kornia", "kornia", ((KORNIA, "kornia"),)),
     Library("Pillow", "PIL", ((PILLOW, "pil"),), reference_backend=True),  # its libjpeg is the JPEG reference
     Library("opencv-python-headless", "cv2", ((OPENCV, "cv2"),)),

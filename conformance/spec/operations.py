@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from conformance.spec import versions
 from conformance.spec.gradients import Gradient
 from conformance.spec.implementations import OMIT, Implementation, calling, expected_error, module_of, reference_of
-from conformance.spec.libraries import SUFFIXES
+from conformance.spec.libraries import SUFFIXES, implementing
 from conformance.spec.opspec import OpSpec, ParamStrategy, _default_recipes
 from conformance.spec.recipes import Recipe
 from conformance.spec.tolerances import Rule
@@ -192,15 +193,20 @@ class Operation:
 
     def _spec(self, index: int, impl: Implementation) -> OpSpec:
         name = self._name(impl)
+        missing = _dtypes_not_yet(impl.library)
         pairs = [
             (d, m)
             for d, m in self.variant_pairs()
             if (impl.dtypes is None or d in impl.dtypes)
+            and d not in missing
             and (m not in impl.not_applicable if m in self.invalid else impl.modes is None or m in impl.modes)
         ]
         if not pairs:
             raise ValueError(f"operation {self.name!r}: {name} implements none of its (dtype, mode) variants")
         fields: dict[str, Any] = dict(self.spec) | dict(impl.spec)
+        dropped = {d for d, _ in self.variant_pairs() if d in missing and (impl.dtypes is None or d in impl.dtypes)}
+        if dropped:  # said at the end of the run, as a version gate in a case module is
+            fields["narrowed"] = "; ".join(filter(None, [fields.get("narrowed", ""), *(missing[d] for d in dropped)]))
         if self.gradient is not None and not impl.host_only and any(d in self.gradient.dtypes for d, _ in pairs):
             fields.setdefault("gradient", self.gradient)  # a host library returns no autograd graph
         fields["params"] = _omitting(self.params, self.optional_in)
@@ -250,6 +256,19 @@ class Operation:
         """`test_<name>` per implementation: `globals().update(OPERATION.tests())` in a case module."""
         source = sys._getframe(1).f_globals.get("__file__")
         return {f"test_{spec.name}": spec.test(source=source) for spec in self.specs()}
+
+
+def _dtypes_not_yet(implementation: str) -> dict[str, str]:
+    """The dtypes the imported release of `implementation`'s library does not take yet, each with why."""
+    library = implementing(implementation)
+    if library is None:
+        return {}
+    found = versions.version_of(library.package)
+    return {
+        dtype: f"{library.package} {found} < {since}: no {dtype}"
+        for dtype, since in library.dtypes_since
+        if versions.below(library.package, since)
+    }
 
 
 @st.composite
