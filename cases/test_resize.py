@@ -260,7 +260,7 @@ def _host(adapted: Callable[..., torch.Tensor], one: Callable[[np.ndarray, dict[
         if image.numel():
             return adapted(image, params)
         channels, height, width = image.shape[-3:]
-        return torch.as_tensor(np.asarray(one(np.zeros((height, width, channels), _NUMPY[image.dtype]), params)))
+        return torch.as_tensor(np.array(one(np.zeros((height, width, channels), _NUMPY[image.dtype]), params)))
 
     return call
 
