@@ -1,10 +1,12 @@
 """Metrics are taken in float64 and tolerance policies say exactly why they fail."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 
+from conformance.checks.peers import difference
 from conformance.spec.tolerances import Rule, Tolerance, measure, pick_tolerance
 
 STRICT = Tolerance("strict", reason="test policy")
@@ -37,6 +39,21 @@ def test_nan_matches_only_nan():
     assert both.mismatches == 0 and both.psnr == math.inf
     one = measure(np.array([np.nan, 1.0]), np.array([0.0, 1.0]), STRICT, 1.0)
     assert one.mismatches == 1 and one.max_abs == math.inf
+
+
+def test_equal_infinities_match_and_opposite_ones_do_not():
+    """inf - inf is NaN in float64: an output that is inf where the expected is inf is no difference (it was once
+    counted as infinitely far), while -inf against inf, or inf against a number, still is."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from the subtraction reaches a run's summary
+        same = measure(np.array([np.inf, -np.inf, 1.0]), np.array([np.inf, -np.inf, 1.0]), STRICT, 1.0)
+        assert same.mismatches == 0 and same.max_abs == 0.0
+        opposite = measure(np.array([np.inf, 1.0]), np.array([-np.inf, 1.0]), STRICT, 1.0)
+        assert opposite.mismatches == 1 and opposite.max_abs == math.inf
+        finite = measure(np.array([np.inf, 1.0]), np.array([2.0, 1.0]), STRICT, 1.0)
+        assert finite.mismatches == 1 and finite.worst_index == (0,)
+        assert difference(np.array([np.inf, 2.0]), np.array([np.inf, 1.0])) == (1.0, 0.5)
+        assert difference(np.array([np.inf]), np.array([-np.inf]))[0] == math.inf
 
 
 def test_violations_name_each_broken_bound():

@@ -39,15 +39,17 @@ def _unmet(spec: OpSpec) -> str | None:
 
 def difference(mine: np.ndarray, theirs: np.ndarray) -> tuple[float, float]:
     """(max |mine - theirs|, mean squared difference) in float64, with one temporary: the measurement
-    runs once per peer on every case.  NaN on one side only is infinitely far; NaN on both is equal."""
+    runs once per peer on every case.  NaN on one side only is infinitely far; NaN on both, or equal
+    infinities, are equal."""
     if mine.size == 0:
         return 0.0, 0.0
-    diff = np.subtract(mine, theirs)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, settled below
+        diff = np.subtract(mine, theirs)
     np.abs(diff, out=diff)
     largest = float(diff.max())
     if largest != largest:
         diff[np.isnan(diff)] = math.inf
-        diff[np.isnan(mine) & np.isnan(theirs)] = 0.0
+        diff[(np.isnan(mine) & np.isnan(theirs)) | (mine == theirs)] = 0.0
         largest = float(diff.max())
     if not math.isfinite(largest):
         return largest, math.inf

@@ -51,8 +51,11 @@ def _window(arrays: dict[str, np.ndarray], worst: tuple[int, ...], shape: tuple[
 
 
 def _worst_index(actual: np.ndarray, expected: np.ndarray) -> tuple[int, ...]:
-    diff = np.abs(actual - expected)
-    diff[np.isnan(diff)] = np.inf
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN
+        diff = np.abs(actual - expected)
+    undefined = np.isnan(diff)
+    diff[undefined] = np.inf
+    diff[undefined & ((np.isnan(actual) & np.isnan(expected)) | (actual == expected))] = 0.0
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
 
 

@@ -115,11 +115,12 @@ def measure(actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance, data
     elements = int(actual.size)
     if elements == 0:
         return Metrics(0.0, 0.0, 0.0, 0, 0, None, None, None, math.inf)
-    diff = np.abs(actual - expected)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, settled below
+        diff = np.abs(actual - expected)
     undefined = np.isnan(diff)
-    if undefined.any():  # NaN on one side only counts as infinitely far; NaN on both is a match
+    if undefined.any():  # NaN on one side only counts as infinitely far; NaN on both, or equal infinities, match
         diff[undefined] = np.inf
-        diff[np.isnan(actual) & np.isnan(expected)] = 0.0
+        diff[(np.isnan(actual) & np.isnan(expected)) | (actual == expected)] = 0.0
     bound = tolerance.atol + tolerance.rtol * np.abs(np.nan_to_num(expected)) if tolerance.rtol else tolerance.atol
     mismatches = int(np.count_nonzero(diff > bound))
     worst_flat = int(np.argmax(diff))
