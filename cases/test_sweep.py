@@ -1,5 +1,6 @@
 """The device sweep: every transform class of the modules named by `--sweep` (e.g. `--sweep default` for
-kornia.augmentation and torchvision.transforms.v2, or `--sweep mypackage.transforms`), with the
+kornia.augmentation, torchvision.transforms.v2 and kornia's color, enhance, filters and geometry.transform
+modules, or `--sweep mypackage.transforms`), with the
 reference-free checks only (conformance/spec/sweep.py).  Without --sweep this module defines no tests."""
 
 import os

@@ -3,6 +3,9 @@
 The public API for case modules (every name a case module needs, importable from here):
   OpSpec          declare an op (call, reference, params, tolerances)
   ModuleOp        an nn.Module op for OpSpec(module=...): build, forward, random params, unmoved promise
+  Counterpart     the op's other form in its library (the module class of a function, or the function of a
+                  module), for OpSpec(counterpart=...) or Implementation(counterpart=...): the `module` and
+                  `history` checks
   ExpectedError   what an invalid input must raise, for OpSpec(error_modes=...)
   Accepted        a library's documented acceptance of an invalid input, for Implementation(accepts=...)
   Operation, Implementation, keywords, OMIT
@@ -34,7 +37,9 @@ _PUBLIC = {
     "versions": "conformance.spec.versions",
     **dict.fromkeys(("Rule", "Tolerance"), "conformance.spec.tolerances"),
     **dict.fromkeys(("Case", "Recipe", "CONTENTS", "materialize", "peak", "to_float64"), "conformance.spec.recipes"),
-    **dict.fromkeys(("Accepted", "ExpectedError", "ModuleOp", "OpSpec"), "conformance.spec.opspec"),
+    **dict.fromkeys(("Accepted", "ExpectedError"), "conformance.spec.domain"),
+    "OpSpec": "conformance.spec.opspec",
+    **dict.fromkeys(("ModuleOp", "Counterpart"), "conformance.spec.forms"),
     "Operation": "conformance.spec.operations",
     "Gradient": "conformance.spec.gradients",
     "kornia_parameters": "conformance.spec.sampled",

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from conformance.spec.opspec import ANY_ERROR, Accepted, ExpectedError, ModuleOp
+from conformance.spec.forms import Counterpart, ModuleOp
+from conformance.spec.opspec import ANY_ERROR, Accepted, ExpectedError
 from conformance.spec.recipes import Case, Recipe
 from conformance.spec.tolerances import Rule
 
@@ -48,6 +49,7 @@ class Implementation:
     host_only: why it runs on the cpu only (a host library such as Pillow or OpenCV): no items on
                other targets; accelerators' implementations are compared with its cpu output.
     recipes:   recipes of its own (it then draws its own cases instead of the operation's).
+    counterpart: the library's other form of the operation (conformance.spec.forms), called with the same params.
     spec:      any other OpSpec field (needs, requires, precondition, keeps_memory_format, ...).
     """
 
@@ -66,6 +68,7 @@ class Implementation:
     tolerances: Sequence[Rule] = ()
     host_only: str = ""
     recipes: Callable[[str], st.SearchStrategy[Recipe]] | None = None
+    counterpart: Counterpart | None = None
     spec: Mapping[str, Any] = field(default_factory=dict)
 
     def passed(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -129,6 +132,16 @@ def module_of(impl: Implementation) -> ModuleOp:
         sample=None if sample is None else lambda m, image, params: sample(m, image, impl.passed(params)),
         bounds=None if bounds is None else lambda params: bounds(impl.passed(params)),
     )
+
+
+def counterpart_of(impl: Implementation) -> Counterpart | None:
+    """The implementation's counterpart, called with the params its own form gets (left-out keywords dropped)."""
+    found = impl.counterpart
+    if found is None:
+        return None
+    if found.module is not None:
+        return dataclasses.replace(found, module=module_of(dataclasses.replace(impl, module=found.module)))
+    return dataclasses.replace(found, call=calling(dataclasses.replace(impl, call=found.call)))
 
 
 def reference_of(reference: Callable[..., np.ndarray], impl: Implementation) -> Callable[..., np.ndarray]:

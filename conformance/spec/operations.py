@@ -41,7 +41,15 @@ from hypothesis import strategies as st
 
 from conformance.spec import versions
 from conformance.spec.gradients import Gradient
-from conformance.spec.implementations import OMIT, Implementation, calling, expected_error, module_of, reference_of
+from conformance.spec.implementations import (
+    OMIT,
+    Implementation,
+    calling,
+    counterpart_of,
+    expected_error,
+    module_of,
+    reference_of,
+)
 from conformance.spec.libraries import SUFFIXES, implementing
 from conformance.spec.opspec import OpSpec, ParamStrategy, _default_recipes
 from conformance.spec.recipes import Recipe
@@ -222,6 +230,8 @@ class Operation:
             fields["recipes"] = impl.recipes
         elif "mode_recipes" not in fields:
             fields["recipes"] = self.recipes
+        if impl.counterpart is not None:
+            fields["counterpart"] = counterpart_of(impl)
         if impl.call is not None:
             fields["call"] = calling(impl)
         else:

@@ -9,7 +9,7 @@ parameters) once per (op, dtype, mode), and every item checks the same cases.
 
 from __future__ import annotations
 
-import re
+import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,105 +22,17 @@ from hypothesis import strategies as st
 
 from conformance import versions
 from conformance.spec import overrides
+from conformance.spec.domain import ANY_ERROR, Accepted, ExpectedError  # noqa: F401 - re-exported
+from conformance.spec.forms import Counterpart, ModuleOp, OpFunction, Sampled
 from conformance.spec.gradients import Gradient
 from conformance.spec.item_ids import ItemId, item_params_id, parse_item_id, variant_key  # noqa: F401 - re-exported
 from conformance.spec.recipes import Case, Recipe
 from conformance.spec.strategies import image_recipes
 from conformance.spec.tolerances import Rule, Tolerance, pick_tolerance
 
-OpFunction = Callable[[torch.Tensor, dict[str, Any]], Any]
 Reference = Callable[..., np.ndarray]  # (float64 input, case) or, for a random module, (input, case, sampled)
 ParamStrategy = Callable[[Recipe, str], st.SearchStrategy[dict[str, Any]]]
-Sampled = dict[str, Any]
 SOURCES: dict[str, str] = {}  # op name -> the case module that defined its test (ISA workers import it)
-
-
-def _call_module(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any], sampled: Sampled | None):
-    return module(image) if sampled is None else module(image, params=sampled)
-
-
-UNMOVED_PROMISES = ("works", "device-error")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModuleOp:
-    """An op that is an nn.Module: built per case on the cpu, moved with `.to(target)`, then called.
-
-    build:   (params) -> a fresh module on the cpu.
-    forward: (module, image, params, sampled) -> output; default `module(image)`, or
-             `module(image, params=sampled)` for random augmentations.
-    sample:  for random augmentations, (module, host image, params) -> the random parameters;
-             drawn once per case on the cpu with a fixed seed and replayed on every target, so
-             outputs can be compared across devices (kornia modules accept `params=`).  The
-             spec's reference is then called as reference(input, case, sampled).  On accelerators the
-             module's own sampling also runs there (the `sampling` check).
-    bounds:  for random augmentations, (params) -> {name: (low, high)}: the documented range of
-             each sampled value, checked on every target's own sample (the values themselves differ
-             between devices' generators; shapes, dtypes and these ranges must not).
-    features: for random augmentations, (case, sampled) -> named facts about the sampled values, added to
-             the spec's case features for known-issue scoping (e.g. how close a sampled warp puts a sample
-             to a nearest-neighbour tie).
-    unmoved: what the module promises when left on the cpu and called with a device input (the
-             `unmoved` check): "works" (same result, on the input's device: what users of
-             parameter-free augmentations rely on) or "device-error" (it may instead raise an error
-             that names the device problem).  Anything else is a broken promise.
-    """
-
-    build: Callable[[dict[str, Any]], torch.nn.Module]
-    forward: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any], Sampled | None], Any] = _call_module
-    sample: Callable[[torch.nn.Module, torch.Tensor, dict[str, Any]], Sampled] | None = None
-    bounds: Callable[[dict[str, Any]], dict[str, tuple[float, float]]] | None = None
-    features: Callable[[Case, Sampled], dict[str, Any]] | None = None
-    unmoved: str = "device-error"
-
-    def __post_init__(self) -> None:
-        if self.unmoved not in UNMOVED_PROMISES:
-            raise ValueError(f"ModuleOp(unmoved={self.unmoved!r}): promise one of {UNMOVED_PROMISES}")
-
-
-@dataclass(frozen=True)
-class ExpectedError:
-    """What an invalid input must raise (OpInfo's ErrorInput): the exception class or classes,
-    optionally a regular expression its message must match.  The harness's own timeout and a
-    device-mixing error never count as the expected error, whatever the classes."""
-
-    why: str
-    raises: type[BaseException] | tuple[type[BaseException], ...]
-    match: str | None = None
-
-    @property
-    def classes(self) -> tuple[type[BaseException], ...]:
-        return self.raises if isinstance(self.raises, tuple) else (self.raises,)
-
-    def describe(self) -> str:
-        names = " or ".join(c.__name__ for c in self.classes)
-        return names + (f" matching {self.match!r}" if self.match else "")
-
-    def problem(self, raised: type[BaseException], message: str) -> str | None:
-        """Why an exception does not meet this expectation, or None."""
-        if not issubclass(raised, self.classes):
-            return f"raised {raised.__name__}; expected {self.describe()}"
-        if self.match is not None and re.search(self.match, message) is None:
-            return f"raised {raised.__name__} with a message not matching {self.match!r}"
-        return None
-
-
-ANY_ERROR = ExpectedError("", Exception)
-
-
-@dataclass(frozen=True)
-class Accepted:
-    """A library's documented acceptance of an input outside the operation's domain (it clamps, wraps, treats a
-    value as another): the library's words and where they are, and, where they say what the input then means, the
-    valid params it stands for (`meaning`: params -> params), so the reference is held to that meaning.  Its items
-    check that the op returns a result there, finite, with the invariants kept and the same on every target."""
-
-    documentation: str
-    meaning: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-
-    def __post_init__(self) -> None:
-        if not self.documentation.strip():
-            raise ValueError("Accepted(documentation=...) quotes the library's documentation and where it is")
 
 
 def _default_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
@@ -194,6 +106,9 @@ class OpSpec:
                  with its share of a random module's parameters): then the `batch` check holds the op to it.
     gradient:    the op's promise that its output is differentiable in its input (conformance.spec.gradients):
                  its backward pass is then checked on every target (`gradient`, `gradient_device` items).
+    counterpart: the operation's other form in the same library (conformance.spec.forms): the module class of a
+                 function, or the function of a module, called with the same params (the `module` and `history`
+                 checks).
     member:      set by `conformance.spec.operations.Operation` for one library's implementation of an
                  operation (shared cases, documented defaults, the cross-library measurement).
     """
@@ -233,6 +148,7 @@ class OpSpec:
     max_examples: int | None = None
     cpu_paths: bool = True
     gradient: Gradient | None = None
+    counterpart: Counterpart | None = None
     member: Any = None  # operations.Membership: the operation this spec implements, for a library
 
     def runs_on(self, target: Any) -> bool:
@@ -300,6 +216,11 @@ class OpSpec:
             raise ValueError(f"op name {self.name!r} must be a Python identifier (it names the test)")
         if (self.call is None) == (self.module is None):
             raise ValueError(f"op {self.name!r}: give exactly one of call= (a function) or module= (a ModuleOp)")
+        if self.counterpart is not None and (self.counterpart.module is None) == (self.module is None):
+            raise ValueError(
+                f"op {self.name!r}: its counterpart {self.counterpart.name!r} is its other form (a module for a "
+                "function, a function for a module)"
+            )
         for mode, expected in self.error_modes.items():
             if not isinstance(expected, ExpectedError):
                 raise ValueError(
@@ -312,6 +233,16 @@ class OpSpec:
                     f"op {self.name!r}, accepted mode {mode!r}: give an Accepted quoting the documentation, for a "
                     f"mode that is not also an error mode"
                 )
+
+    def other_form(self) -> OpSpec | None:
+        """This op as its counterpart (the same spec calling the other form), or None."""
+        if self.counterpart is None:
+            return None
+        return dataclasses.replace(self, call=self.counterpart.call, module=self.counterpart.module, counterpart=None)
+
+    def module_form(self) -> OpSpec | None:
+        """This op as a module (itself, or its counterpart's module class), or None for a function alone."""
+        return self if self.module is not None else self.other_form() if self.counterpart is not None else None
 
     def variant_pairs(self) -> list[tuple[str, str]]:
         """(dtype, mode) pairs to parametrize; `variants` restricts the full product."""

@@ -29,14 +29,32 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-from conformance.spec.opspec import ModuleOp, OpSpec
+from conformance.spec.forms import Counterpart, ModuleOp
+from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import CONTENTS
 from conformance.spec.sampled import kornia_parameters
 from conformance.spec.strategies import image_recipes
-from conformance.spec.sweep_tables import ARGUMENTS, CONTAINERS, DEVICE_RANDOM, SKIPS, UNBATCHED
+from conformance.spec.sweep_functions import FUNCTIONS, Function
+from conformance.spec.sweep_tables import (
+    ARGUMENTS,
+    BATCH_OF_ONE,
+    CHANNELS,
+    CONTAINERS,
+    DEVICE_RANDOM,
+    NAMED_BY_MODULE,
+    SKIPS,
+    UNBATCHED,
+)
 from conformance.spec.tolerances import Rule, Tolerance
 
-DEFAULT_MODULES = ("kornia.augmentation", "torchvision.transforms.v2")
+DEFAULT_MODULES = (
+    "kornia.augmentation",
+    "torchvision.transforms.v2",
+    "kornia.color",
+    "kornia.enhance",
+    "kornia.filters",
+    "kornia.geometry.transform",
+)
 # Sides of 32 or 64: placement bugs do not hide in odd sizes, and documented defaults need room (kornia's
 # RandomRain drops up to 20 pixels tall, torchvision's ElasticTransform blurs with a 41-pixel kernel).
 SIDE = 32
@@ -92,7 +110,10 @@ class Discovered:
 
     @property
     def op(self) -> str:
-        return "sweep_" + "".join(c if c.isalnum() else "_" for c in f"{self.module.split('.')[0]}_{self.name}")
+        # the top package names the op (kornia, torchvision, a user's), the whole module where class names repeat
+        # across a package's modules (kornia.enhance.Rescale, kornia.geometry.transform.Rescale)
+        scope = self.module if self.module in NAMED_BY_MODULE else self.module.split(".")[0]
+        return "sweep_" + "".join(c if c.isalnum() else "_" for c in f"{scope}_{self.name}")
 
 
 def _never_ask() -> None:
@@ -182,6 +203,25 @@ def _build(found: Discovered) -> Callable[[dict[str, Any]], torch.nn.Module]:
     return build
 
 
+def _counterpart(found: Discovered) -> Counterpart | None:
+    """The class's function form (sweep_functions.FUNCTIONS), called with the arguments the class is built with."""
+    function: Function | None = FUNCTIONS.get(found.qualified)
+    if function is None:
+        return None
+    fixed = dict(ARGUMENTS.get(found.qualified, {}))
+    named = getattr(function, "__qualname__", "")
+    return Counterpart(
+        name=named if "." in named and "<" not in named else f"the function of {found.qualified}",
+        call=lambda image, params: function(image, _on_device_of(image, fixed)),
+    )
+
+
+def _on_device_of(image: torch.Tensor, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as a caller of the function passes them: its tensor arguments on the image's device (the
+    class moves its own with `.to()`)."""
+    return {k: v.to(image.device) if isinstance(v, torch.Tensor) else v for k, v in arguments.items()}
+
+
 def spec_of(found: Discovered) -> OpSpec:
     """The sweep's OpSpec of one discovered class (no reference: only the reference-free checks)."""
     assert found.cls is not None and not found.reason
@@ -200,9 +240,10 @@ def spec_of(found: Discovered) -> OpSpec:
         params=lambda recipe, mode: st.just({"p": 1.0} if mode == "p1" else {}),
         recipes=lambda dtype: image_recipes(
             dtype,
-            channels=(3,),
+            channels=(CHANNELS.get(found.qualified, 3),),  # the channels its input has (sweep_tables.CHANNELS)
             min_batch_dims=1,
             max_batch_dims=1,
+            max_batch=1 if found.qualified in BATCH_OF_ONE else 3,  # per-sample arguments of one row
             max_side=2 * SIDE,
             side_multiple=SIDE,
             contents=IN_RANGE,
@@ -210,6 +251,7 @@ def spec_of(found: Discovered) -> OpSpec:
         tolerances=[CROSS_DEVICE, BATCH],
         keeps_memory_format=False,  # neither library promises it for its augmentations
         needs=(found.qualified,),
+        counterpart=_counterpart(found),
         max_examples=EXAMPLES,
         cpu_paths=False,  # what it checks is placement and module state, not the cpu's kernels
         not_comparable="draws with the device's generator" if device_random else "",

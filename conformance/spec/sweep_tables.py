@@ -2,20 +2,60 @@
 
 Tables, not code: a class missing here is built with its documented defaults; a container is built with a
 few members of its own library (an intensity, a geometric and a flip augmentation), so the code that runs
-members, draws their parameters and moves them along runs too.
+members, draws their parameters and moves them along runs too.  kornia's modules beside kornia.augmentation
+have their tables in sweep_kornia_tables.py; the function form of each deterministic class (for the `module`
+check) is in sweep_functions.py.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
 
+from conformance.spec import sweep_kornia_tables as kornia_tables
+from conformance.spec.sweep_functions import FUNCTIONS
+from conformance.spec.sweep_kornia_tables import BATCH_OF_ONE, CHANNELS, NAMED_BY_MODULE
+
+__all__ = [
+    "ARGUMENTS",
+    "BATCH_OF_ONE",
+    "CHANNELS",
+    "CONTAINERS",
+    "DEVICE_RANDOM",
+    "FUNCTIONS",
+    "NAMED_BY_MODULE",
+    "SKIPS",
+    "UNBATCHED",
+]
+
+
+class Arguments(Mapping[str, dict[str, Any]]):
+    """Constructor arguments by qualified class name; an entry given as a function (one that makes a library's
+    object, e.g. a kornia colour map) is made on first read, once."""
+
+    def __init__(self, *tables: Mapping[str, dict[str, Any] | Callable[[], dict[str, Any]]]) -> None:
+        self._given = {key: value for table in tables for key, value in table.items()}
+        self._made: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        if key not in self._made:
+            given = self._given[key]
+            self._made[key] = given() if callable(given) else given
+        return self._made[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+
 # Constructor arguments for classes that have no defaults for them (documented examples where there are).
-ARGUMENTS: dict[str, dict[str, Any]] = {
+_ARGUMENTS: dict[str, dict[str, Any]] = {
     "kornia.augmentation.CenterCrop": {"size": 8},
     "kornia.augmentation.RandomCrop": {"size": (8, 8)},
     "kornia.augmentation.RandomResizedCrop": {"size": (8, 8)},
@@ -58,6 +98,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "torchvision.transforms.v2.RandomZoomOut": {"side_range": (1.0, 2.0)},
     "torchvision.transforms.v2.RandomResize": {"min_size": 8, "max_size": 16},
 }
+ARGUMENTS = Arguments(_ARGUMENTS, kornia_tables.ARGUMENTS)
 
 # Why a class is not swept, by name pattern (first match).
 SKIPS: tuple[tuple[Callable[[str], bool], str], ...] = (
@@ -100,6 +141,7 @@ SKIPS: tuple[tuple[Callable[[str], bool], str], ...] = (
         "JPEG needs uint8 (torchvision) or a codec (covered by cases/test_jpeg.py and test_jpeg_kornia.py)",
     ),
     (lambda n: n in ("FiveCrop", "TenCrop"), "returns a tuple of crops, not an image"),
+    *kornia_tables.SKIPS,
 )
 
 
@@ -154,5 +196,6 @@ DEVICE_RANDOM = {
 # Classes whose batch is not its samples one by one by design: no `batch` items (why, by class).
 UNBATCHED: dict[str, str] = {
     "torchvision.transforms.v2.AugMix": "draws each sample's mixing weights for the whole batch at once (a Dirichlet "
-    "draw of batch rows): a sample alone draws other weights, and torchvision has no way to replay them"
+    "draw of batch rows): a sample alone draws other weights, and torchvision has no way to replay them",
+    **{qualified: f"swept with batches of one: {why}" for qualified, why in BATCH_OF_ONE.items()},
 }

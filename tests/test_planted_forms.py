@@ -1,0 +1,81 @@
+"""A module that forwards a parameter wrongly to its function, and a module that keeps state from its first call
+into later ones, fail the stock suite's own items (the `module` and `history` checks), while the real library
+passes the same items.
+
+Each plant is a conftest that replaces one library method before the case modules import it, in a process of its
+own.  The suite as it stood before these checks (one call of a freshly built op per case) passed both plants.
+"""
+
+import textwrap
+
+import pytest
+from case_modules import copy_cases
+
+QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1", "--sweep=none"]
+
+WRONG_PARAMETER = """
+import kornia.enhance
+
+def forward(self, image):
+    # the plant: the module hands its function the shift with the wrong sign (the function itself is right)
+    return kornia.enhance.adjust_hue(image, -self.hue_factor)
+
+kornia.enhance.AdjustHue.forward = forward
+"""
+
+STATE_FROM_THE_FIRST_CALL = """
+import torch
+import torchvision.transforms.v2 as T
+
+_real = T.Normalize.transform
+
+def transform(self, inpt, params):
+    # the plant: the statistics become tensors on the first call and are kept, in that input's dtype: a later input
+    # of another dtype is normalised with the first one's rounding of the mean and std
+    if isinstance(inpt, torch.Tensor) and inpt.is_floating_point():
+        if not hasattr(self, "_kept"):
+            self._kept = tuple(
+                torch.tensor(values, dtype=inpt.dtype, device=inpt.device).view(-1, 1, 1)
+                for values in (self.mean, self.std)
+            )
+        mean, std = self._kept
+        return (inpt - mean.to(inpt.device)) / std.to(inpt.device)
+    return _real(self, inpt, params)
+
+T.Normalize.transform = transform
+"""
+
+PLANTS = {
+    "module-forwards-a-parameter-wrongly": (
+        WRONG_PARAMETER,
+        "test_color.py",
+        "adjust_hue_kornia",
+        "and the module kornia.enhance.AdjustHue, same params",
+    ),
+    "module-keeps-state-from-its-first-call": (
+        STATE_FROM_THE_FIRST_CALL,
+        "test_normalize.py",
+        "normalize_v2_module",
+        "a fresh instance",
+    ),
+}
+
+
+def _failed(result) -> list[str]:
+    return [line for line in result.stdout.lines if line.startswith("FAILED ")]
+
+
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_a_planted_module_bug_fails_the_stock_suite_and_the_real_library_passes(pytester, plant):
+    source, module, selection, said = PLANTS[plant]
+    copy_cases(pytester.path / "cases", module)
+    args = [*QUICK, "--max-examples=20", "cases", "-k", selection]
+    control = pytester.runpytest_subprocess(*args)
+    outcomes = control.parseoutcomes()
+    assert outcomes.get("passed", 0) > 0, control.stdout.str()[-3000:]
+    assert not _failed(control), "\n".join(_failed(control))
+    pytester.makeconftest(textwrap.dedent(source))
+    planted = pytester.runpytest_subprocess(*args)
+    failed = _failed(planted)
+    assert failed, f"the suite missed the plant {plant}:\n{planted.stdout.str()[-3000:]}"
+    assert said in planted.stdout.str()
