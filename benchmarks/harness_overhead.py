@@ -13,12 +13,15 @@
     the reference, and on accelerators with the cpu's output, in float64.  The library calls the
     checks make beyond that are made too: a module op is also called with its module left on the
     cpu (the `unmoved` promise) and a random module also samples and draws its own parameters on
-    the target (the `sampling` check), and a transform that promises batch consistency is also called on one
-    sample of the batch alone with its share of the parameters (the `batch` check), a function that takes PIL
-    images is also called on the cpu with one image of the case as a PIL image, compared with the reference and
-    with the tensor path (the `pil` check), a float output is looked at for non-finite values (the finiteness
-    invariant), and an op that promises a
-    gradient has its backward pass run on each target where the run checked it, against central differences of
+    the target (the `sampling` check); an op with a counterpart has its other form called too (the
+    `module` check); the first cases of a module op's variant on a target also go through one reused
+    instance after three earlier inputs, each also given to a fresh instance (the `history` check); a
+    transform that promises batch consistency is also called on one sample of the batch alone with its
+    share of the parameters (the `batch` check); a function that takes PIL images is also called on the
+    cpu with one image of the case as a PIL image, compared with the reference and with the tensor path
+    (the `pil` check); a float output is looked at for non-finite values (the finiteness invariant); and
+    an op that promises a gradient has its backward pass run on each target where the run checked it,
+    against central differences of
     the float64 function along random directions and against the cpu's gradient (the `gradient` checks).
     ISA targets (`cpu:<level>`) run in one worker process per level started with ATEN_CPU_CAPABILITY set, fed
     a window of cases ahead so that it computes while this process works on the other targets.  Its process
@@ -249,6 +252,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from conformance.checks.context import expected_output
+    from conformance.checks.forms import HISTORY_CASES, earlier_recipes
     from conformance.checks.gradients import make_probe
     from conformance.checks.pil import PIL_DTYPES, PIL_MODES, from_pil, to_pil
     from conformance.devices.backward import vjp_by_walking
@@ -265,16 +269,16 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         torch.default_generator.manual_seed(seed)
         return fork
 
-    def call(spec, case, target, image, sampled, *, move=True, own_sampling=False, then=None):
-        """The op on a target: the module built there (and moved unless `move` is False); `then`: what to do
-        with the output there (the backward pass), whose result is returned instead."""
+    def call(spec, case, target, image, sampled, *, move=True, own_sampling=False, then=None, instance=None):
+        """The op on a target: the module built there (and moved unless `move` is False), or `instance` reused;
+        `then`: what to do with the output there (the backward pass), whose result is returned instead."""
         fork = seeded(case.recipe.seed)
         try:
             with target.active():
                 if spec.module is None:
                     output = spec.call(image, dict(case.params))
                 else:
-                    module = spec.module.build(dict(case.params))
+                    module = instance if instance is not None else spec.module.build(dict(case.params))
                     if move:
                         module = target.put(module)
                     params = None if sampled is None or own_sampling else on_target(sampled, target)
@@ -318,6 +322,25 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         finally:
             fork.__exit__(None, None, None)
 
+    def same(mine, theirs):
+        if isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor) and mine.shape == theirs.shape:
+            np.array_equal(to_float64(mine.cpu()), to_float64(theirs.cpu()), equal_nan=True)
+
+    def history(form, case, target, mode):
+        """One instance of the module form on three earlier inputs and then the case, each against a fresh one."""
+        instance = form.module.build(dict(case.params))
+        for _, recipe in earlier_recipes(form, case.recipe, mode):
+            earlier = Case(case.op, recipe, case.params)
+            image = materialize(dataclasses.replace(recipe, layout="contiguous"))
+            drawn = sample_params(form, image, earlier)
+
+            def there(image=image, target=target, layout=recipe.layout):
+                return apply_layout(target.put(image) if target.is_accelerator else image.clone(), layout)
+
+            fresh_output = call(form, earlier, target, there(), drawn)
+            same(call(form, earlier, target, there(), drawn, instance=instance), fresh_output)
+        return instance
+
     def compare(actual, expected, tolerance):
         if actual is None or expected is None or actual.shape != expected.shape:
             return
@@ -341,6 +364,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         feeds[name] = IsaFeed(targets[name].level, modules, requests)
     spent: dict[str, float] = defaultdict(float)
     compared = graded = unanswered = 0
+    histories: dict[tuple[str, str, str, str], int] = defaultdict(int)
     for entry, case in zip(work, cases, strict=False):
         began = time.perf_counter()
         spec = specs[case.op]
@@ -417,6 +441,20 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                             to_float64(single.cpu()),
                             outputs[name][index : index + 1],
                             spec.tolerance("batch", case.recipe.dtype, entry["mode"], name),
+                        )
+                if valid and not target.compiled:
+                    theirs = None
+                    if spec.counterpart is not None:  # the module check: the other form with the same params
+                        theirs = call(spec.other_form(), case, target, fresh(), sampled)
+                        same(output, theirs)
+                    form = spec.module_form()
+                    key = (spec.name, case.recipe.dtype, entry["mode"], name)
+                    if form is not None and not case.recipe.empty and histories[key] < HISTORY_CASES:
+                        histories[key] += 1
+                        instance = history(form, case, target, entry["mode"])
+                        same(
+                            call(form, case, target, fresh(), sampled, instance=instance),
+                            output if spec.module is not None else theirs,
                         )
                 if gradient_probe is not None and gradient_probe.error is None and name in entry["gradient"]:
                     grad = gradient_there(

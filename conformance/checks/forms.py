@@ -111,7 +111,7 @@ def check_module(ctx: CaseContext) -> CheckOutcome | None:
     return found
 
 
-def _earlier_recipes(spec: OpSpec, recipe: Recipe, mode: str) -> list[tuple[str, Recipe]]:
+def earlier_recipes(spec: OpSpec, recipe: Recipe, mode: str) -> list[tuple[str, Recipe]]:
     """Inputs a pipeline's module meets before this case: another aspect ratio, another size and batch size,
     another dtype of the spec's (same mode), each with other pixels."""
     h, w = recipe.height, recipe.width
@@ -162,7 +162,7 @@ def check_history(ctx: CaseContext) -> CheckOutcome | None:
     _checked[variant] = _checked.get(variant, 0) + 1
     reused = _reused(form)
     sequence: list[tuple[str, CheckOutcome | None]] = []
-    for label, recipe in _earlier_recipes(form, ctx.case.recipe, ctx.mode):
+    for label, recipe in earlier_recipes(form, ctx.case.recipe, ctx.mode):
         image = InputImage.make(recipe)
         case = Case(ctx.case.op, recipe, ctx.case.params)
         sampled = sample_params(form, image.dense, case)

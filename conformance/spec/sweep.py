@@ -35,6 +35,7 @@ from conformance.spec.recipes import CONTENTS
 from conformance.spec.sampled import kornia_parameters
 from conformance.spec.strategies import image_recipes
 from conformance.spec.sweep_functions import FUNCTIONS, Function
+from conformance.spec.sweep_references import REFERENCES
 from conformance.spec.sweep_tables import (
     ARGUMENTS,
     BATCH_OF_ONE,
@@ -229,12 +230,13 @@ def spec_of(found: Discovered) -> OpSpec:
     kornia = callable(getattr(found.cls, "forward_parameters", None))
     with_p = _accepts_p(found)
     device_random = found.qualified in DEVICE_RANDOM
+    referenced = REFERENCES.get(found.qualified)  # the reference of the operation it implements, if any
     library = "kornia" if kornia else found.module.split(".")[0]  # whose batch promise applies (none: a user's)
     return OpSpec(
         name=found.op,
         description=f"{found.qualified} swept with {'p=1 and ' if with_p else ''}its documented defaults",
         module=ModuleOp(build=_build(found), sample=kornia_parameters if kornia else None),
-        reference=None,
+        reference=None if referenced is None else referenced.reference,
         dtypes=("float32",),
         modes=MODES if with_p else ("default",),
         params=lambda recipe, mode: st.just({"p": 1.0} if mode == "p1" else {}),
@@ -248,7 +250,7 @@ def spec_of(found: Discovered) -> OpSpec:
             side_multiple=SIDE,
             contents=IN_RANGE,
         ),
-        tolerances=[CROSS_DEVICE, BATCH],
+        tolerances=[CROSS_DEVICE, BATCH, *([] if referenced is None else [referenced.rule])],
         keeps_memory_format=False,  # neither library promises it for its augmentations
         needs=(found.qualified,),
         counterpart=_counterpart(found),
