@@ -1,0 +1,96 @@
+"""The `module` and `history` checks on synthetic ops: what passes, what fails, and what each failure says."""
+
+import dataclasses
+
+import pytest
+import torch
+from planted_ops import good_resize, make_spec, shifted_resize
+
+from conformance.checks import forms
+from conformance.devices.targets import CPU, virtual_targets
+from conformance.engine.cases import CaseCache, check_case
+from conformance.spec.forms import Counterpart, ModuleOp
+from conformance.spec.recipes import Case, Recipe
+
+
+class Resizing(torch.nn.Module):
+    """The module form of planted_ops' resize: `call` is what forward does with the params."""
+
+    def __init__(self, size, call=good_resize):
+        super().__init__()
+        self.size, self.call = size, call
+
+    def forward(self, image):
+        return self.call(image, {"size": self.size})
+
+
+class RemembersItsFirstSize(Resizing):
+    """A module that keeps the first input's size and resizes every later input as if it had it."""
+
+    def forward(self, image):
+        if not hasattr(self, "first"):
+            self.first = image.shape[-2:]
+        out = good_resize(image, {"size": self.size})
+        return out if image.shape[-2:] == self.first else out.flip(-1)
+
+
+def run(spec, target=CPU, dtype="float32"):
+    recipe = Recipe(height=17, width=23, channels=3, batch=(2,), dtype=dtype, content="noise", seed=1)
+    result = check_case(spec, Case(spec.name, recipe, {"size": [11, 30]}), target, CaseCache(), "bilinear")
+    return {o.check: o for o in result.outcomes}
+
+
+def with_counterpart(call, module_class=Resizing, module_call=good_resize):
+    build = ModuleOp(build=lambda params: module_class(params["size"], module_call))
+    return dataclasses.replace(make_spec("formed", call), counterpart=Counterpart(name="Resizing", module=build))
+
+
+@pytest.fixture(autouse=True)
+def every_case_checked(monkeypatch):
+    monkeypatch.setattr(forms, "_checked", {})
+
+
+@pytest.mark.parametrize("target", [CPU, virtual_targets(2)[1]], ids=["cpu", "vcuda:1"])
+def test_two_forms_that_agree_pass_both_checks(target):
+    outcomes = run(with_counterpart(good_resize), target)
+    assert outcomes["module"].passed and outcomes["history"].passed
+    assert outcomes["history"].details["sequence"][-1] == {"input": "this case", "same": True}
+    labels = [step["input"] for step in outcomes["history"].details["sequence"]]
+    assert labels == ["23x17", "19x24, batch 3", "uint8", "this case"]
+
+
+def test_a_module_that_calls_its_function_wrongly_fails_the_module_check_on_values():
+    outcomes = run(with_counterpart(good_resize, module_call=shifted_resize))
+    module = outcomes["module"]
+    assert not module.passed and module.cause == "forms values" and module.metrics.max_abs > 0
+    assert "the function and the module Resizing, same params" in module.message
+    assert "identical" in module.message  # no rule for the check: identical outputs expected
+    assert outcomes["reference"].passed  # the function itself is right
+
+
+def test_one_form_raising_where_the_other_returns_fails_the_module_check():
+    def raising(image, params):
+        raise ValueError("no")
+
+    outcomes = run(with_counterpart(good_resize, module_call=raising))
+    assert not outcomes["module"].passed and outcomes["module"].cause == "forms raises"
+    assert "raises ValueError" in outcomes["module"].message
+
+
+def test_a_module_that_keeps_its_first_size_fails_the_history_check_not_the_others():
+    spec = make_spec("stateful", good_resize)
+    spec = dataclasses.replace(spec, call=None, module=ModuleOp(build=lambda p: RemembersItsFirstSize(p["size"])))
+    outcomes = run(spec)
+    history = outcomes["history"]
+    assert not history.passed and history.cause == "state values"
+    assert "one instance called on 23x17, then 19x24, batch 3, then uint8, then this case: on 19x24, batch 3" in (
+        history.message
+    )
+    assert outcomes["reference"].passed and outcomes["invariants"].passed  # a fresh instance is right
+
+
+def test_history_checks_only_the_first_cases_of_a_variant_on_a_target():
+    spec = with_counterpart(good_resize)
+    for _ in range(forms.HISTORY_CASES):
+        assert run(spec)["history"].passed
+    assert "history" not in run(spec)  # nothing to check: this variant's first cases were checked
