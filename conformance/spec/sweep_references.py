@@ -98,8 +98,8 @@ WARP = Tolerance(
     "sweep-float32-warp",
     atol=2e-4,
     reason="a float32 homography and grid: sample positions off by ~1e-5 px on 64-pixel sides, and bilinear reads "
-    "of noise change by up to 1 per pixel moved (measured over 20 cases each: 1.8e-5 perspective, 5.8e-6 elastic); a wrong coefficient or a shifted "
-    "warp moves samples by tenths of a pixel: 0.1 and more",
+    "of noise change by up to 1 per pixel moved (measured over 20 cases each: 1.8e-5 perspective, 5.8e-6 "
+    "elastic); a wrong coefficient or a shifted warp moves samples by tenths of a pixel: 0.1 and more",
 )
 
 REFERENCES: dict[str, SweptReference] = {
