@@ -69,9 +69,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.function._conformance_settings = True
     unmet = spec.unmet_requirement()
 
-    def marks(target: str) -> list[pytest.MarkDecorator]:
+    def marks(target: str, check: Any = None) -> list[pytest.MarkDecorator]:
         if unmet:
             return [pytest.mark.skip(reason=unmet)]
+        missing = check.unmet(spec) if check is not None and check.unmet is not None else None
+        if missing:
+            return [pytest.mark.skip(reason=missing)]
         if run.targets[target].virtual and spec.needs_real_device:
             return [pytest.mark.skip(reason=f"not emulatable on a virtual device: {spec.needs_real_device}")]
         return []
@@ -88,7 +91,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             if spec.runs_on(run.targets[target]):
                 params += [
                     pytest.param(
-                        target, dtype, mode, c.name, id=item_params_id(target, dtype, mode, c.name), marks=marks(target)
+                        target,
+                        dtype,
+                        mode,
+                        c.name,
+                        id=item_params_id(target, dtype, mode, c.name),
+                        marks=marks(target, c),
                     )
                     for c in checks
                 ]

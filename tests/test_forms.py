@@ -7,6 +7,7 @@ import torch
 from planted_ops import good_resize, make_spec, shifted_resize
 
 from conformance.checks import forms
+from conformance.checks.registry import REGISTRY
 from conformance.devices.targets import CPU, virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.forms import Counterpart, ModuleOp
@@ -94,3 +95,13 @@ def test_history_checks_only_the_first_cases_of_a_variant_on_a_target():
     for _ in range(forms.HISTORY_CASES):
         assert run(spec)["history"].passed
     assert "history" not in run(spec)  # nothing to check: this variant's first cases were checked
+
+
+def test_a_counterpart_the_imported_library_lacks_skips_both_checks_naming_its_version():
+    spec = with_counterpart(good_resize)
+    missing = dataclasses.replace(spec.counterpart, name="torchvision.transforms.v2.NoSuchResize")
+    spec = dataclasses.replace(spec, counterpart=missing)
+    for check in ("module", "history"):
+        reason = REGISTRY[check].unmet(spec)
+        assert reason is not None and "torchvision.transforms.v2.NoSuchResize" in reason and "lacks" in reason
+    assert REGISTRY["module"].unmet(with_counterpart(good_resize)) is None

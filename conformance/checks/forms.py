@@ -204,6 +204,7 @@ register(
         lambda spec, target, mode: spec.counterpart is not None and _in_process_eager(spec, target, mode),
         check_module,
         judges_values=True,
+        unmet=lambda spec: spec.counterpart.unmet() if spec.counterpart is not None else None,
     )
 )
 register(
@@ -216,5 +217,6 @@ register(
         lambda spec, target, mode: _has_module_form(spec) and _in_process_eager(spec, target, mode),
         check_history,
         judges_values=True,
+        unmet=lambda spec: spec.counterpart.unmet() if spec.module is None and spec.counterpart is not None else None,
     )
 )

@@ -57,6 +57,7 @@ class Check:
     judges_values: bool = False  # compares values under a tolerance: a known issue about it needs an envelope
     reads_peers: bool = False  # reads the cross-library measurement (`ctx.peers`), which the engine fills in first
     variant: Callable[[OpSpec, str, str], bool] | None = None  # (spec, dtype, mode): only these variants
+    unmet: Callable[[OpSpec], str | None] | None = None  # why its items skip for an op (a name it needs is missing)
 
 
 REGISTRY: dict[str, Check] = {}

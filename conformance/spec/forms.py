@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from conformance.spec import versions
 from conformance.spec.recipes import Case
 from conformance.spec.tolerances import Tolerance
 
@@ -90,3 +91,10 @@ class Counterpart:
                 f"Counterpart {self.name!r}: a random module draws its own parameters, which a function cannot be "
                 "given: name counterparts for deterministic forms only"
             )
+
+    def unmet(self) -> str | None:
+        """Why the other form cannot be called here (the imported library lacks the dotted name it is), or None."""
+        parts = self.name.split(".")
+        if len(parts) < 2 or not all(part.isidentifier() for part in parts):
+            return None  # a name for messages only
+        return versions.missing(f"the counterpart {self.name}", (self.name,))
