@@ -1,4 +1,4 @@
-"""Float64 reference for rotation and affine warps with nearest and bilinear sampling.
+"""Float64 reference for rotation, affine and perspective warps with nearest and bilinear sampling.
 
 Coordinates are pixel indices: x to the right, y down, pixel centres at integers, so the image
 centre is ((W - 1) / 2, (H - 1) / 2) (the point W / 2, H / 2 of the half-pixel convention).  An
@@ -17,7 +17,10 @@ Sampling, at the source position (u, v):
   the fill value beyond its edges (so a sample half a pixel outside is half fill).
 
 The inverse map is composed from the inverses of its factors (exact for multiples of 90 degrees),
-never from a numerical matrix inverse.  Nothing here imports a library under test.
+never from a numerical matrix inverse.  A projective inverse (third row other than (0, 0, 1):
+conformance.references.perspective solves one) maps p to its first two rows divided by its third; an
+affine one takes the affine path unchanged.  `sample` reads an image at any positions (elastic
+warps).  Nothing here imports a library under test.
 """
 
 from __future__ import annotations
@@ -88,7 +91,17 @@ def source_positions(inverse: np.ndarray, height: int, width: int) -> tuple[np.n
     ys, xs = np.mgrid[0:height, 0:width].astype(np.float64)
     u = inverse[0, 0] * xs + inverse[0, 1] * ys + inverse[0, 2]
     v = inverse[1, 0] * xs + inverse[1, 1] * ys + inverse[1, 2]
+    if inverse.shape[0] == 3 and tuple(inverse[2]) != (0.0, 0.0, 1.0):  # projective: divide by the third row
+        w = inverse[2, 0] * xs + inverse[2, 1] * ys + inverse[2, 2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _outside(u / w, width), _outside(v / w, height)
     return u, v
+
+
+def _outside(position: np.ndarray, length: int) -> np.ndarray:
+    """A projective position beyond the image (up to infinity, or none where the third row is 0) moved to 2 pixels
+    outside it: it then reads the fill alone, and stays a number."""
+    return np.clip(np.nan_to_num(position, nan=-2.0), -2.0, length + 1.0)
 
 
 def _gather(image: np.ndarray, rows: np.ndarray, cols: np.ndarray, fill: np.ndarray) -> np.ndarray:
@@ -108,10 +121,19 @@ def warp(image: np.ndarray, inverse: np.ndarray, interpolation: str, fill: float
     """Sample a (..., C, H, W) float64 image at `inverse` applied to every output pixel (same size)."""
     if interpolation not in INTERPOLATIONS:
         raise ValueError(f"unknown interpolation {interpolation!r}; expected one of {INTERPOLATIONS}")
+    height, width = np.shape(image)[-2:]
+    return sample(image, *source_positions(inverse, height, width), interpolation, fill)
+
+
+def sample(
+    image: np.ndarray, u: np.ndarray, v: np.ndarray, interpolation: str, fill: float | Sequence[float] = 0.0
+) -> np.ndarray:
+    """Read a (..., C, H, W) float64 image at the source positions (u, v) (pixel indices, each H x W), as `warp`
+    does (see the module docstring), the image extended by the fill."""
+    if interpolation not in INTERPOLATIONS:
+        raise ValueError(f"unknown interpolation {interpolation!r}; expected one of {INTERPOLATIONS}")
     image = np.asarray(image, dtype=np.float64)
-    height, width = image.shape[-2:]
     fills = _fill_array(fill, image.shape[-3])
-    u, v = source_positions(inverse, height, width)
     if interpolation == "nearest":
         cols = np.floor(u + 0.5 + TIE).astype(np.int64)
         rows = np.floor(v + 0.5 + TIE).astype(np.int64)
@@ -135,7 +157,11 @@ def tie_distance(inverse: np.ndarray, height: int, width: int) -> float:
     """The smallest distance, in pixels, from a sample to a nearest-neighbour cell edge (a half-integer) on
     either axis, over the samples near the image: below an implementation's coordinate error, that
     implementation may take the neighbouring pixel (or the fill, at the image's edge)."""
-    u, v = source_positions(inverse, height, width)
+    return position_tie_distance(*source_positions(inverse, height, width), height, width)
+
+
+def position_tie_distance(u: np.ndarray, v: np.ndarray, height: int, width: int) -> float:
+    """`tie_distance` of given source positions."""
     near = _near_image(u, v, height, width)
     gaps = np.minimum(np.abs(u - np.floor(u) - 0.5), np.abs(v - np.floor(v) - 0.5))[near]
     return float(gaps.min()) if gaps.size else math.inf
@@ -150,6 +176,10 @@ def tie_gap(distance: float) -> str:
 def border_samples(inverse: np.ndarray, height: int, width: int) -> bool:
     """Whether a bilinear sample mixes image pixels with the fill (less than one pixel outside the pixel
     centres' hull): where libraries that blend the fill differently disagree."""
-    u, v = source_positions(inverse, height, width)
+    return position_border_samples(*source_positions(inverse, height, width), height, width)
+
+
+def position_border_samples(u: np.ndarray, v: np.ndarray, height: int, width: int) -> bool:
+    """`border_samples` of given source positions."""
     outside = (u < 0) | (u > width - 1) | (v < 0) | (v > height - 1)
     return bool((_near_image(u, v, height, width) & outside).any())
