@@ -40,9 +40,11 @@ from conformance import (
     TV2,
     Accepted,
     Case,
+    Counterpart,
     ExpectedError,
     Gradient,
     Implementation,
+    ModuleOp,
     Operation,
     Recipe,
     Rule,
@@ -227,6 +229,21 @@ def _kornia(separable: bool) -> Callable[[torch.Tensor, dict[str, Any]], torch.T
     return batched(call)
 
 
+def _kornia_module(separable: bool) -> Counterpart:
+    """kornia.filters.GaussianBlur2d built with the kernel size and sigma its function gets, batched the same way."""
+
+    def build(p: dict[str, Any]) -> torch.nn.Module:
+        import kornia
+
+        sx, sy = filters.pair(p["sigma"])
+        return kornia.filters.GaussianBlur2d(kornia_kernel_size(p["kernel_size"]), (sy, sx), separable=separable)
+
+    def forward(module: torch.nn.Module, image: torch.Tensor, p: dict[str, Any], sampled: Any) -> torch.Tensor:
+        return batched(lambda images, q: module(images))(image, p)
+
+    return Counterpart(name="kornia.filters.GaussianBlur2d", module=ModuleOp(build=build, forward=forward))
+
+
 def _pillow(picture: Any, p: dict[str, Any]) -> Any:
     """Pillow has no kernel size: its radius is the standard deviation, (x, y) or one number."""
     from PIL import ImageFilter
@@ -398,6 +415,7 @@ GAUSSIAN_BLUR = Operation(
         Implementation(
             library=KORNIA,
             call=_kornia(separable=True),
+            counterpart=_kornia_module(separable=True),
             dtypes=KORNIA_DTYPES,
             raises=KORNIA_RAISES,
             tolerances=[Rule(KORNIA_UINT8, dtype="uint8")],
@@ -407,6 +425,7 @@ GAUSSIAN_BLUR = Operation(
             library=KORNIA,
             suffix="kornia_2d",
             call=_kornia(separable=False),
+            counterpart=_kornia_module(separable=False),
             dtypes=tuple(d for d in KORNIA_DTYPES if d not in ("bfloat16", "float64")),  # the rest: separable items
             description="kornia: gaussian_blur2d(separable=False), one 2-D convolution",
             raises=KORNIA_RAISES,

@@ -31,7 +31,9 @@ from typing import Any
 
 import numpy as np
 import torch
+import torchvision.transforms as T_v1
 import torchvision.transforms.functional as F_v1
+import torchvision.transforms.v2 as T_v2
 import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
@@ -45,9 +47,11 @@ from conformance import (
     TV2,
     Accepted,
     Case,
+    Counterpart,
     ExpectedError,
     Gradient,
     Implementation,
+    ModuleOp,
     Operation,
     Recipe,
     Rule,
@@ -55,6 +59,7 @@ from conformance import (
     image_recipes,
     keywords,
     materialize,
+    module_class,
     peak,
     per_host_image,
     pillow_image_op,
@@ -124,6 +129,23 @@ def _kornia(function_name: str, convert=lambda value: value):
 
     call.__qualname__ = f"kornia.enhance.{function_name}"
     return call
+
+
+def _kornia_module(class_name: str, convert=lambda value: value) -> Counterpart:
+    """kornia.enhance's module class of the same adjustment, built with the factor its function is called with."""
+
+    def build(params: dict[str, Any]) -> torch.nn.Module:
+        import kornia
+
+        (factor,) = params.values()
+        return getattr(kornia.enhance, class_name)(convert(factor))
+
+    return Counterpart(name=f"kornia.enhance.{class_name}", module=ModuleOp(build=build))
+
+
+def _class_name(function_name: str) -> str:
+    """kornia's class of a function: adjust_brightness_accumulative -> AdjustBrightnessAccumulative."""
+    return "".join(word.capitalize() for word in function_name.split("_"))
 
 
 def _enhance(class_name: str):
@@ -248,6 +270,7 @@ def _blends(param: str, v2, v1, kornia_name: str, kornia_other: str, enhance: st
         Implementation(
             library=KORNIA,
             call=_kornia(kornia_name),
+            counterpart=_kornia_module(_class_name(kornia_name)),
             dtypes=KORNIA_DTYPES,
             description=f"kornia.enhance.{kornia_name} ({kornia_other})",
             **kornia_four,
@@ -401,6 +424,7 @@ HUE = _adjustment(
         Implementation(
             library=KORNIA,
             call=_kornia("adjust_hue", lambda turns: turns * 2 * math.pi),
+            counterpart=_kornia_module("AdjustHue", lambda turns: turns * 2 * math.pi),
             dtypes=KORNIA_DTYPES,
             modes=("default",),
             raises={FOUR: THREE_ONLY},
@@ -442,6 +466,11 @@ def _tv_gray(function):
     return lambda image, p: function(image, **keywords(p, num_output_channels=None))
 
 
+def _tv_gray_module(transforms) -> Counterpart:
+    """torchvision's Grayscale class (v2 or v1), built with the channel count the function gets (or none)."""
+    return module_class(f"{transforms.__name__}.Grayscale", lambda p: keywords(p, num_output_channels=None))
+
+
 def _one_channel(function):
     """kornia, Pillow and OpenCV take no channel count: they document one output channel."""
 
@@ -463,6 +492,12 @@ def _kornia_gray(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
     import kornia
 
     return kornia.color.rgb_to_grayscale(image)
+
+
+def _kornia_gray_module(params: dict[str, Any]) -> torch.nn.Module:
+    import kornia
+
+    return kornia.color.RgbToGrayscale()
 
 
 def gray_features(case: Case) -> dict[str, Any]:
@@ -507,6 +542,7 @@ GRAYSCALE = Operation(
         Implementation(
             library=TV2,
             call=_tv_gray(F_v2.rgb_to_grayscale),
+            counterpart=_tv_gray_module(T_v2),
             defaults=ONE,
             raises={
                 "num-output-channels": ExpectedError("n", ValueError, match="must be 1 or 3"),
@@ -517,6 +553,7 @@ GRAYSCALE = Operation(
         Implementation(
             library=TV1,
             call=_tv_gray(F_v1.rgb_to_grayscale),
+            counterpart=_tv_gray_module(T_v1),
             dtypes=TV1_DTYPES,
             defaults=ONE,
             raises={
@@ -528,6 +565,7 @@ GRAYSCALE = Operation(
         Implementation(
             library=KORNIA,
             call=_one_channel(_kornia_gray),
+            counterpart=Counterpart(name="kornia.color.RgbToGrayscale", module=ModuleOp(build=_kornia_gray_module)),
             dtypes=("uint8", *KORNIA_DTYPES),
             modes=("one",),
             defaults=ONE,

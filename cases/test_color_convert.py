@@ -32,6 +32,7 @@ from conformance import (
     OPENCV,
     PILLOW,
     Case,
+    Counterpart,
     ExpectedError,
     Implementation,
     ModuleOp,
@@ -71,11 +72,32 @@ def _cv2():
     return cv2
 
 
+def _hue_in_turns(hsv: torch.Tensor) -> torch.Tensor:
+    return torch.cat([hsv[..., :1, :, :] / TURN, hsv[..., 1:, :, :]], dim=-3)
+
+
+def _hue_in_radians(hsv: torch.Tensor) -> torch.Tensor:
+    return torch.cat([hsv[..., :1, :, :] * TURN, hsv[..., 1:, :, :]], dim=-3)
+
+
 def _kornia_rgb_to_hsv(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
     import kornia
 
-    hsv = kornia.color.rgb_to_hsv(image)
-    return torch.cat([hsv[..., :1, :, :] / TURN, hsv[..., 1:, :, :]], dim=-3)  # radians -> turns
+    return _hue_in_turns(kornia.color.rgb_to_hsv(image))  # radians -> turns
+
+
+def _kornia_class(class_name: str, before, after) -> Counterpart:
+    """kornia.color's module class of the same conversion, called between the same unit mappings as its function."""
+
+    def build(params: dict[str, Any]) -> torch.nn.Module:
+        import kornia
+
+        return getattr(kornia.color, class_name)()
+
+    def forward(module: torch.nn.Module, image: torch.Tensor, params: dict[str, Any], sampled: Any) -> torch.Tensor:
+        return after(module(before(image)))
+
+    return Counterpart(name=f"kornia.color.{class_name}", module=ModuleOp(build=build, forward=forward))
 
 
 def _opencv_rgb_to_hsv(image: np.ndarray, params: dict[str, Any]) -> np.ndarray:
@@ -168,6 +190,7 @@ RGB_TO_HSV = Operation(
         Implementation(
             library=KORNIA,
             call=_kornia_rgb_to_hsv,
+            counterpart=_kornia_class("RgbToHsv", lambda image: image, _hue_in_turns),
             dtypes=KORNIA_DTYPES,
             description="kornia.color.rgb_to_hsv, hue / 2 pi",
             spec={"keeps_memory_format": False},
@@ -195,7 +218,7 @@ RGB_TO_HSV = Operation(
 def _kornia_hsv_to_rgb(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
     import kornia
 
-    return kornia.color.hsv_to_rgb(torch.cat([image[..., :1, :, :] * TURN, image[..., 1:, :, :]], dim=-3))
+    return kornia.color.hsv_to_rgb(_hue_in_radians(image))
 
 
 def _opencv_hsv_to_rgb(image: np.ndarray, params: dict[str, Any]) -> np.ndarray:
@@ -266,6 +289,7 @@ HSV_TO_RGB = Operation(
         Implementation(
             library=KORNIA,
             call=_kornia_hsv_to_rgb,
+            counterpart=_kornia_class("HsvToRgb", _hue_in_radians, lambda image: image),
             dtypes=KORNIA_DTYPES,
             description="kornia.color.hsv_to_rgb, hue x 2 pi",
             spec={"keeps_memory_format": False},

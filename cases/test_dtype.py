@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torchvision.transforms as T_v1
 import torchvision.transforms.functional as F_v1
 import torchvision.transforms.v2 as T_v2
 import torchvision.transforms.v2.functional as F_v2
@@ -36,6 +37,7 @@ from conformance import (
     TV1,
     TV2,
     Case,
+    Counterpart,
     Implementation,
     ModuleOp,
     Operation,
@@ -280,6 +282,7 @@ TO_DTYPE = Operation(
             library=TV2,
             name="to_dtype_v2_module",
             module=ModuleOp(build=_build, unmoved="works"),
+            counterpart=Counterpart(name="torchvision.transforms.v2.functional.to_dtype", call=_to_dtype),
             defaults=SCALE_DEFAULT,
             description="torchvision.transforms.v2.ToDtype(dtype, scale)",
             spec={"needs": ("torchvision.transforms.v2.ToDtype",)},
@@ -292,6 +295,10 @@ TO_DTYPE = Operation(
             dtypes=("uint8", "float32", "float64"),
             modes=("to-uint8", "to-float32", "to-float64"),
             call=lambda image, p: F_v2.convert_image_dtype(image, _dtype(p)),
+            counterpart=Counterpart(
+                name="torchvision.transforms.v2.ConvertImageDtype",
+                module=ModuleOp(build=lambda p: T_v2.ConvertImageDtype(_dtype(p))),
+            ),
             spec={"needs": ("torchvision.transforms.v2.functional.convert_image_dtype",), "features": always_scales},
         ),
         # v1 documents any integer dtype ("from a smaller to a larger integer dtype"); its uint16 -> uint8 raises
@@ -300,6 +307,10 @@ TO_DTYPE = Operation(
             library=TV1,
             name="convert_image_dtype_v1",
             call=lambda image, p: F_v1.convert_image_dtype(image, _dtype(p)),
+            counterpart=Counterpart(
+                name="torchvision.transforms.ConvertImageDtype",
+                module=ModuleOp(build=lambda p: T_v1.ConvertImageDtype(_dtype(p))),
+            ),
             spec={"needs": ("torchvision.transforms.functional.convert_image_dtype",), "features": always_scales},
         ),
     ],

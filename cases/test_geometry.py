@@ -36,6 +36,7 @@ from conformance import (
     TV2,
     Accepted,
     Case,
+    Counterpart,
     Implementation,
     Operation,
     Recipe,
@@ -45,6 +46,7 @@ from conformance import (
     empty_recipes,
     image_recipes,
     keywords,
+    module_class,
     peak,
     per_host_image,
     pillow_image_op,
@@ -116,6 +118,14 @@ def layout_features(case: Case, out_height: int, out_width: int) -> dict[str, An
     }
 
 
+def folded(module: Any, image: torch.Tensor, p: dict[str, Any], sampled: Any) -> torch.Tensor:
+    """A (B, C, H, W) module called as `batched` calls its function: leading dims folded into one batch."""
+    return batched(lambda images, q: module(images))(image, p)
+
+
+ALWAYS = {"p": 1.0}  # torchvision's random flip applied with probability 1: deterministic
+
+
 def opencv_error() -> type[BaseException]:
     try:
         return lazy("cv2").error
@@ -134,8 +144,11 @@ def pillow_op(function: Callable[[Any, dict[str, Any]], Any]) -> Call:
 
 
 # -- flips ---------------------------------------------------------------------------------------
-def _flip(name: str, reference: Callable, tv2: Callable, tv1: Callable, pillow: str, opencv_code: int) -> Operation:
-    """kornia documents its flips for any rank, and names no dtype ("flips the last dimension"): every dtype."""
+def _flip(
+    name: str, reference: Callable, tv2: Callable, tv1: Callable, pillow: str, opencv_code: int, tv_class: str
+) -> Operation:
+    """kornia documents its flips for any rank, and names no dtype ("flips the last dimension"): every dtype.
+    torchvision's module form is its random flip with p=1 (`tv_class`), kornia's Hflip or Vflip."""
     return Operation(
         name=name,
         description=f"{name} of image tensors",
@@ -146,11 +159,24 @@ def _flip(name: str, reference: Callable, tv2: Callable, tv1: Callable, pillow: 
         tolerances=EXACT,
         recipes=geometry_recipes,
         implementations=[
-            Implementation(library=TV2, call=lambda image, p: tv2(image), dtypes=FLIP_DTYPES, spec=TV_FLIP_SPEC),
-            Implementation(library=TV1, call=lambda image, p: tv1(image), dtypes=FLIP_DTYPES, spec=TV_FLIP_SPEC),
+            Implementation(
+                library=TV2,
+                call=lambda image, p: tv2(image),
+                counterpart=module_class(f"torchvision.transforms.v2.{tv_class}", lambda p: ALWAYS),
+                dtypes=FLIP_DTYPES,
+                spec=TV_FLIP_SPEC,
+            ),
+            Implementation(
+                library=TV1,
+                call=lambda image, p: tv1(image),
+                counterpart=module_class(f"torchvision.transforms.{tv_class}", lambda p: ALWAYS),
+                dtypes=FLIP_DTYPES,
+                spec=TV_FLIP_SPEC,
+            ),
             Implementation(
                 library=KORNIA,
                 call=lambda image, p: getattr(lazy("kornia").geometry.transform, name)(image),
+                counterpart=module_class(f"kornia.geometry.transform.{name.capitalize()}", lambda p: {}),
                 dtypes=FLIP_DTYPES,
                 spec={**KORNIA_SPEC, **FLIP_NARROWED, "needs": (f"kornia.geometry.transform.{name}",)},
             ),
@@ -172,8 +198,8 @@ def _flip(name: str, reference: Callable, tv2: Callable, tv1: Callable, pillow: 
     )
 
 
-HFLIP = _flip("hflip", geometry.hflip, F_v2.horizontal_flip, F_v1.hflip, "FLIP_LEFT_RIGHT", 1)
-VFLIP = _flip("vflip", geometry.vflip, F_v2.vertical_flip, F_v1.vflip, "FLIP_TOP_BOTTOM", 0)
+HFLIP = _flip("hflip", geometry.hflip, F_v2.horizontal_flip, F_v1.hflip, "FLIP_LEFT_RIGHT", 1, "RandomHorizontalFlip")
+VFLIP = _flip("vflip", geometry.vflip, F_v2.vertical_flip, F_v1.vflip, "FLIP_TOP_BOTTOM", 0, "RandomVerticalFlip")
 
 
 # -- rotation by quarter turns --------------------------------------------------------------------
@@ -195,6 +221,11 @@ def _tv_rotate(rotate: Callable) -> Call:
     """A quarter-turn rotation is `rotate(angle=90k, expand=True)`; the interpolation is left to the documented
     default (nearest), which copies pixels."""
     return lambda image, p: rotate(image, 90.0 * p["turns"], expand=True)
+
+
+def _quarter_turns_class(transforms: str) -> Counterpart:
+    """RandomRotation given the one angle 90k (degrees=(90k, 90k)) and expand=True: deterministic."""
+    return module_class(f"{transforms}.RandomRotation", lambda p: {"degrees": (90.0 * p["turns"],) * 2, "expand": True})
 
 
 def _pillow_turns(picture: Any, p: dict[str, Any]) -> Any:
@@ -220,12 +251,17 @@ QUARTER_TURNS = Operation(
         Implementation(
             library=TV2,
             call=_tv_rotate(F_v2.rotate),
+            counterpart=_quarter_turns_class("torchvision.transforms.v2"),
             description="v2 rotate(90k, expand=True)",
             dtypes=FLIP_DTYPES,  # its quarter turns are torch.rot90, a flip
             spec=TV_FLIP_SPEC,
         ),
         Implementation(
-            library=TV1, call=_tv_rotate(F_v1.rotate), description="v1 rotate(90k, expand=True)", spec=TV_SPEC
+            library=TV1,
+            call=_tv_rotate(F_v1.rotate),
+            counterpart=_quarter_turns_class("torchvision.transforms"),
+            description="v1 rotate(90k, expand=True)",
+            spec=TV_SPEC,
         ),
         Implementation(
             library=PILLOW, call=pillow_op(_pillow_turns), dtypes=PILLOW_DTYPES, host_only=HOST, spec=HOST_SPEC
@@ -363,6 +399,9 @@ def _tv_center_crop(center_crop: Callable) -> Call:
     return lambda image, p: center_crop(image, [p["height"], p["width"]])
 
 
+CENTER_SIZE = lambda p: {"size": [p["height"], p["width"]]}  # noqa: E731 - torchvision's CenterCrop(size)
+
+
 def _kornia_center_crop(image: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
     """kornia's documented defaults: bilinear sampling, zeros outside the image, align_corners=True."""
     return lazy("kornia").geometry.transform.center_crop(image, (p["height"], p["width"]))
@@ -381,11 +420,25 @@ CENTER_CROP = Operation(
     recipes=geometry_recipes,
     spec={"features": center_features},
     implementations=[
-        Implementation(library=TV2, call=_tv_center_crop(F_v2.center_crop), spec=TV_SPEC),
-        Implementation(library=TV1, call=_tv_center_crop(F_v1.center_crop), spec=TV_SPEC),
+        Implementation(
+            library=TV2,
+            call=_tv_center_crop(F_v2.center_crop),
+            counterpart=module_class("torchvision.transforms.v2.CenterCrop", CENTER_SIZE),
+            spec=TV_SPEC,
+        ),
+        Implementation(
+            library=TV1,
+            call=_tv_center_crop(F_v1.center_crop),
+            counterpart=module_class("torchvision.transforms.CenterCrop", CENTER_SIZE),
+            spec=TV_SPEC,
+        ),
         Implementation(
             library=KORNIA,
             call=batched(_kornia_center_crop),
+            # its class crops by slicing by default (cropping_mode="slice"), the function warps
+            counterpart=module_class(
+                "kornia.geometry.transform.CenterCrop2D", lambda p: {"size": (p["height"], p["width"])}, forward=folded
+            ),
             # float only: its warp raises for integer images ("expected scalar type Byte but found Float")
             dtypes=("float16", "bfloat16", "float32", "float64"),
             raises={"negative-size": ValueError},  # "Output size must be non-negative"
@@ -456,6 +509,16 @@ def _tv1_pad(image: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
     return (batched(pad) if p["mode"] in MIRRORS and getattr(image, "ndim", 3) > 4 else pad)(image, p)
 
 
+def _pad_arguments(p: dict[str, Any]) -> dict[str, Any]:
+    """torchvision's Pad(padding, fill, padding_mode): the function's keywords (fill only where the case gives one)."""
+    return {"padding": p["padding"], "padding_mode": p["mode"], **keywords(p, fill=None)}
+
+
+def _tv1_pad_forward(module: Any, image: torch.Tensor, p: dict[str, Any], sampled: Any) -> torch.Tensor:
+    """v1's Pad called as _tv1_pad calls its function: a deeper batch folded for the mirror modes."""
+    return folded(module, image, p, sampled) if p["mode"] in MIRRORS and image.ndim > 4 else module(image)
+
+
 def _pillow_pad(picture: Any, p: dict[str, Any]) -> Any:
     """Pillow reads a fill as a colour of the image's mode (an int is a packed pixel: red only, for RGB):
     one value per band."""
@@ -515,11 +578,19 @@ PAD = Operation(
         Implementation(
             library=TV2,
             call=lambda image, p: F_v2.pad(image, p["padding"], padding_mode=p["mode"], **keywords(p, fill=None)),
+            counterpart=module_class("torchvision.transforms.v2.Pad", _pad_arguments),
             defaults={"fill": 0},
             raises=TV_PAD_RAISES,
             spec=TV_SPEC,
         ),
-        Implementation(library=TV1, call=_tv1_pad, defaults={"fill": 0}, raises=TV_PAD_RAISES, spec=TV_SPEC),
+        Implementation(
+            library=TV1,
+            call=_tv1_pad,
+            counterpart=module_class("torchvision.transforms.Pad", _pad_arguments, forward=_tv1_pad_forward),
+            defaults={"fill": 0},
+            raises=TV_PAD_RAISES,
+            spec=TV_SPEC,
+        ),
         Implementation(
             library=PILLOW,
             call=pillow_op(_pillow_pad),

@@ -32,7 +32,9 @@ from conformance import (
     TVIO,
     Accepted,
     Case,
+    Counterpart,
     Implementation,
+    ModuleOp,
     Operation,
     OpSpec,
     Recipe,
@@ -99,6 +101,13 @@ def _v2_jpeg(image: Any, params: dict[str, Any]) -> Any:
     return F.jpeg(image, params["quality"])
 
 
+def _v2_jpeg_class(params: dict[str, Any]) -> torch.nn.Module:
+    """v2's JPEG class given one quality (not a range): deterministic."""
+    import torchvision.transforms.v2 as T
+
+    return T.JPEG(params["quality"])
+
+
 V2_SIGNATURE = ("torchvision.transforms.v2.functional.jpeg",)
 V2_VARIANTS = [("uint8", m) for m in ("gray", "rgb", *QUALITY_MODES, *CODEC_CHANNELS, *EMPTY)] + [
     ("float32", "float-image")
@@ -107,6 +116,7 @@ JPEG_V2 = OpSpec(
     name="jpeg_v2",
     description="torchvision.transforms.v2.functional.jpeg",
     call=_v2_jpeg,
+    counterpart=Counterpart(name="torchvision.transforms.v2.JPEG", module=ModuleOp(build=_v2_jpeg_class)),
     reference=jpeg_reference,
     dtypes=("uint8", "float32"),
     modes=("gray", "rgb", *QUALITY_MODES, *CODEC_CHANNELS, *EMPTY, *FLOAT_IMAGE),

@@ -22,7 +22,19 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from conformance import Accepted, Case, Gradient, ModuleOp, OpSpec, Recipe, Rule, Tolerance, kornia_parameters, versions
+from conformance import (
+    Accepted,
+    Case,
+    Counterpart,
+    Gradient,
+    ModuleOp,
+    OpSpec,
+    Recipe,
+    Rule,
+    Tolerance,
+    kornia_parameters,
+    versions,
+)
 from conformance.spec.jpeg import (
     EMPTY,
     QUALITY_MODES,
@@ -101,12 +113,28 @@ KORNIA_FIDELITY = (
 )
 
 
+def _qualities(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
+    dtype = image.dtype if image.is_floating_point() else torch.float32  # an integer image is what is invalid
+    return torch.full((image.shape[0],), float(params["quality"]), device=image.device, dtype=dtype)
+
+
 def _kornia_codec(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
     import kornia
 
-    dtype = image.dtype if image.is_floating_point() else torch.float32  # an integer image is what is invalid
-    quality = torch.full((image.shape[0],), float(params["quality"]), device=image.device, dtype=dtype)
-    return kornia.enhance.jpeg_codec_differentiable(image, quality)
+    return kornia.enhance.jpeg_codec_differentiable(image, _qualities(image, params))
+
+
+def _kornia_codec_class(params: dict[str, Any]) -> torch.nn.Module:
+    """Its module: default quantization tables (as the function's), the quality given to each call."""
+    import kornia
+
+    return kornia.enhance.JPEGCodecDifferentiable()
+
+
+KORNIA_CODEC_CLASS = Counterpart(
+    name="kornia.enhance.JPEGCodecDifferentiable",
+    module=ModuleOp(build=_kornia_codec_class, forward=lambda codec, image, p, s: codec(image, _qualities(image, p))),
+)
 
 
 # kornia's codec first shipped (0.7.2) requiring sides divisible by 16; 0.7.3 pads any size.
@@ -163,6 +191,7 @@ JPEG_KORNIA = _kornia_spec(
     True,
     ("float32", "float16", "bfloat16", "float64"),  # documented: "float16 and bfloat16 inputs are computed in float32"
     call=_kornia_codec,
+    counterpart=KORNIA_CODEC_CLASS,
     needs=("kornia.enhance.jpeg_codec_differentiable",),
     error_modes=KORNIA_INPUT_ERRORS
     | raising({m: QUALITY_MODES[m] for m in ("quality-101", "quality-negative")}, BASE_ERROR, match="out of range")

@@ -30,6 +30,7 @@ from conformance import (
     TV2,
     Accepted,
     Case,
+    Counterpart,
     ExpectedError,
     Gradient,
     Implementation,
@@ -39,6 +40,7 @@ from conformance import (
     Rule,
     Tolerance,
     image_recipes,
+    module_class,
     peak,
     versions,
 )
@@ -198,6 +200,11 @@ def _kornia_normalize(image: torch.Tensor, params: dict[str, Any]) -> torch.Tens
     return kornia.enhance.normalize(image, on_device(params["mean"]), on_device(params["std"]))
 
 
+def _module(name: str) -> Counterpart:
+    """A library's Normalize class, built with the mean and std lists its function gets."""
+    return module_class(name, lambda params: {"mean": params["mean"], "std": params["std"]})
+
+
 NORMALIZE_OPERATION = Operation(
     name="normalize",
     description="(x - mean) / std per channel",
@@ -227,6 +234,10 @@ NORMALIZE_OPERATION = Operation(
             module=ModuleOp(
                 build=lambda params: T_v2.Normalize(params["mean"], params["std"]), unmoved="works"
             ),  # it holds no tensors
+            counterpart=Counterpart(
+                name="torchvision.transforms.v2.functional.normalize",
+                call=lambda image, params: F_v2.normalize(image, params["mean"], params["std"]),
+            ),
             description="torchvision.transforms.v2.Normalize",
             spec={"needs": ("torchvision.transforms.v2.Normalize",)},
         ),
@@ -235,6 +246,7 @@ NORMALIZE_OPERATION = Operation(
             name="normalize_v1",
             raises=V1_RAISES,
             call=lambda image, params: F_v1.normalize(image, params["mean"], params["std"]),
+            counterpart=_module("torchvision.transforms.Normalize"),
             description="torchvision.transforms.functional.normalize (v1)",
         ),
         # kornia documents (B, C, *) input and a channel-count check only; a zero std divides (a known issue),
@@ -245,6 +257,7 @@ NORMALIZE_OPERATION = Operation(
             raises=KORNIA_RAISES,
             accepts=KORNIA_ACCEPTS,
             call=_kornia_normalize,
+            counterpart=_module("kornia.enhance.Normalize"),
             recipes=partial(normalize_recipes, batch_dims=(1, 1)),
             tolerances=KORNIA_TOLERANCES,
             description="kornia.enhance.normalize",

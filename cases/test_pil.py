@@ -16,6 +16,7 @@ the `pil` item (TORCHVISION_PIL) does not apply.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ import torchvision.transforms.v2 as T_v2
 import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
-from conformance import Case, ExpectedError, ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
+from conformance import Case, Counterpart, ExpectedError, ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
 
 PIL_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "F": 1}
 UINT8_MODES = ("L", "LA", "RGB", "RGBA")
@@ -153,6 +154,10 @@ TO_PIL_V2_MODULE = _to_pil_spec(
     "to_pil_image_v2_module",
     "torchvision.transforms.v2.ToPILImage",
     module=ModuleOp(build=lambda params: T_v2.ToPILImage(mode=params["mode"]), unmoved="works"),
+    counterpart=Counterpart(
+        name="torchvision.transforms.v2.functional.to_pil_image",
+        call=lambda image, params: F_v2.to_pil_image(image, mode=params["mode"]),
+    ),
 )
 TO_PIL_V1 = _to_pil_spec(
     "to_pil_image_v1",
@@ -171,12 +176,22 @@ def divided_by_255(image: np.ndarray, case: Case) -> np.ndarray:
 
 
 def _round_trip_spec(
-    name: str, description: str, from_pil, reference=identity, tolerances=EXACT, output_dtype=None
+    name: str, description: str, from_pil, module: str | None, reference=identity, tolerances=EXACT, output_dtype=None
 ) -> OpSpec:
-    """`description` is the dotted name of the PIL -> tensor function (skipped where the library lacks it)."""
+    """`description` is the dotted name of the PIL -> tensor function (skipped where the library lacks it);
+    `module` the dotted name of its class, called on the same PIL image (the counterpart; None for v1's, which are
+    plain callables, not nn.Modules)."""
 
     def call(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:
         return from_pil(F_v2.to_pil_image(image, mode=params["mode"]))
+
+    def build(params: dict[str, Any]) -> torch.nn.Module:
+        assert module is not None
+        where, _, class_name = module.rpartition(".")
+        return getattr(importlib.import_module(where), class_name)()
+
+    def forward(converter: torch.nn.Module, image: torch.Tensor, params: dict[str, Any], sampled: Any) -> Any:
+        return converter(F_v2.to_pil_image(image, mode=params["mode"])).as_subclass(torch.Tensor)
 
     return OpSpec(
         name=name,
@@ -192,24 +207,30 @@ def _round_trip_spec(
         output_dtype=output_dtype,
         host_output=HOST,
         needs=(description, "torchvision.transforms.v2.functional.to_pil_image"),
+        counterpart=None if module is None else Counterpart(name=module, module=ModuleOp(build=build, forward=forward)),
     )
 
 
 PIL_TO_TENSOR_V2 = _round_trip_spec(
-    "pil_to_tensor_v2", "torchvision.transforms.v2.functional.pil_to_tensor", F_v2.pil_to_tensor
+    "pil_to_tensor_v2",
+    "torchvision.transforms.v2.functional.pil_to_tensor",
+    F_v2.pil_to_tensor,
+    "torchvision.transforms.v2.PILToTensor",
 )
 TO_IMAGE_V2 = _round_trip_spec(
     "to_image_v2",
     "torchvision.transforms.v2.functional.to_image",
     lambda pil: F_v2.to_image(pil).as_subclass(torch.Tensor),
+    "torchvision.transforms.v2.ToImage",
 )
 PIL_TO_TENSOR_V1 = _round_trip_spec(
-    "pil_to_tensor_v1", "torchvision.transforms.functional.pil_to_tensor", F_v1.pil_to_tensor
+    "pil_to_tensor_v1", "torchvision.transforms.functional.pil_to_tensor", F_v1.pil_to_tensor, None
 )
 TO_TENSOR_V1 = _round_trip_spec(
     "to_tensor_v1",
     "torchvision.transforms.functional.to_tensor",
     F_v1.to_tensor,
+    None,
     reference=divided_by_255,
     output_dtype=lambda case: "float32",
     tolerances=[

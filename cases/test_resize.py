@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 import torchvision.transforms.functional as F_v1
+import torchvision.transforms.v2 as T_v2
 import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 from torchvision.transforms import InterpolationMode
@@ -32,8 +33,10 @@ from conformance import (
     TV1,
     TV2,
     Case,
+    Counterpart,
     Gradient,
     Implementation,
+    ModuleOp,
     Operation,
     Recipe,
     Rule,
@@ -197,6 +200,15 @@ def _torchvision(resize_fn, takes_size_none: bool = True):
         )
 
     return call
+
+
+def _tv2_module(params: dict[str, Any]) -> torch.nn.Module:
+    """v2's Resize class, built with the keywords its function gets (interpolation and antialias where given)."""
+    return T_v2.Resize(
+        size=params["size"],
+        max_size=params["max_size"],
+        **keywords(params, interpolation=("interpolation", InterpolationMode), antialias=None),
+    )
 
 
 def _library_size(height: int, width: int, params: dict[str, Any], swap: bool = False) -> tuple[int, ...]:
@@ -392,6 +404,7 @@ RESIZE_OPERATION = Operation(
             library=TV2,
             name="resize",
             call=_torchvision(F_v2.resize),
+            counterpart=Counterpart(name="torchvision.transforms.v2.Resize", module=ModuleOp(build=_tv2_module)),
             defaults=TORCHVISION_DEFAULTS,
             raises={
                 "size-zero": RuntimeError,  # interpolate: "Input and output sizes should be greater than 0"

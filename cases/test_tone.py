@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 import torch
+import torchvision.transforms as T_v1
 import torchvision.transforms.functional as F_v1
+import torchvision.transforms.v2 as T_v2
 import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
@@ -35,6 +37,7 @@ from conformance import (
     TV2,
     Accepted,
     Case,
+    Counterpart,
     Implementation,
     Operation,
     Recipe,
@@ -44,6 +47,7 @@ from conformance import (
     image_recipes,
     keywords,
     materialize,
+    module_class,
     peak,
     per_host_image,
     pillow_image_op,
@@ -262,6 +266,12 @@ def _tv(library, call, **fields: Any) -> Implementation:
     return Implementation(library=library, call=call, spec={**TV_SPEC, **fields.pop("spec", {})}, **fields)
 
 
+def _tv_class(transforms, name: str, arguments=lambda p: {}) -> Counterpart:
+    """torchvision's class of the same op (v2 or v1): its Random<op> applied with probability 1, which is
+    deterministic, built with the arguments the function gets."""
+    return module_class(f"{transforms.__name__}.{name}", lambda p: {**arguments(p), "p": 1.0})
+
+
 def _image_ops(name: str):
     return getattr(__import__("PIL.ImageOps").ImageOps, name)
 
@@ -300,6 +310,7 @@ def bits(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     return {"bits": draw(st.integers(1, 8), label="bits")}
 
 
+BITS = lambda p: {"bits": p["bits"]}  # noqa: E731 - RandomPosterize(bits)
 POSTERIZE = _operation(
     "posterize",
     "keep the top `bits` bits of each 8-bit value",
@@ -308,10 +319,16 @@ POSTERIZE = _operation(
     modes=("zero-bits",),
     invalid={"bits-out-of-range": "bits outside 0..8", **INVALID_CHANNELS},
     implementations=[
-        _tv(TV2, lambda image, p: F_v2.posterize(image, p["bits"]), raises={"bits-out-of-range": TypeError}),
+        _tv(
+            TV2,
+            lambda image, p: F_v2.posterize(image, p["bits"]),
+            counterpart=_tv_class(T_v2, "RandomPosterize", BITS),
+            raises={"bits-out-of-range": TypeError},
+        ),
         _tv(
             TV1,
             lambda image, p: F_v1.posterize(image, p["bits"]),
+            counterpart=_tv_class(T_v1, "RandomPosterize", BITS),
             dtypes=("uint8",),
             raises={"bits-out-of-range": ValueError, FOUR: TypeError},
         ),
@@ -346,6 +363,9 @@ def _tv_solarize(solarize):
     return lambda image, p: solarize(image, float(p["threshold"]))
 
 
+THRESHOLD = lambda p: {"threshold": float(p["threshold"])}  # noqa: E731 - RandomSolarize(threshold)
+
+
 def _inverts_nothing(params: dict[str, Any]) -> dict[str, Any]:
     """A threshold above every value: no value is at or above it."""
     return {**params, "threshold": math.inf}
@@ -360,10 +380,17 @@ SOLARIZE = _operation(
     optional=("threshold",),
     invalid={"threshold-above-max": "a threshold above the dtype's largest value", **INVALID_CHANNELS},
     implementations=[
-        _tv(TV2, _tv_solarize(F_v2.solarize), raises={"threshold-above-max": TypeError}, **SOLARIZE_V2),
+        _tv(
+            TV2,
+            _tv_solarize(F_v2.solarize),
+            counterpart=_tv_class(T_v2, "RandomSolarize", THRESHOLD),
+            raises={"threshold-above-max": TypeError},
+            **SOLARIZE_V2,
+        ),
         _tv(
             TV1,
             _tv_solarize(F_v1.solarize),
+            counterpart=_tv_class(T_v1, "RandomSolarize", THRESHOLD),
             dtypes=DTYPES,
             raises=dict.fromkeys(("threshold-above-max", FOUR), TypeError),
         ),
@@ -416,8 +443,14 @@ EQUALIZE = _operation(
     modes=(),
     invalid={**INVALID_CHANNELS, **INVALID_EMPTY},
     implementations=[
-        _tv(TV2, lambda image, p: F_v2.equalize(image)),
-        _tv(TV1, lambda image, p: F_v1.equalize(image), dtypes=("uint8",), raises={FOUR: TypeError}),
+        _tv(TV2, lambda image, p: F_v2.equalize(image), counterpart=_tv_class(T_v2, "RandomEqualize")),
+        _tv(
+            TV1,
+            lambda image, p: F_v1.equalize(image),
+            counterpart=_tv_class(T_v1, "RandomEqualize"),
+            dtypes=("uint8",),
+            raises={FOUR: TypeError},
+        ),
         _kornia("equalize", lambda image, p: _enhance("equalize")(image), raises={EMPTY: ValueError}),
         _pillow(lambda picture, p: _image_ops("equalize")(picture)),
         _opencv(_equalize_hist),
@@ -444,10 +477,17 @@ AUTOCONTRAST = _operation(
     invalid={**INVALID_CHANNELS, **INVALID_EMPTY},
     tolerances=QUOTIENT,  # only Pillow has a cutoff (default 0)
     implementations=[
-        _tv(TV2, lambda image, p: F_v2.autocontrast(image), tolerances=TRUNCATION, raises={FOUR: TypeError}),
+        _tv(
+            TV2,
+            lambda image, p: F_v2.autocontrast(image),
+            counterpart=_tv_class(T_v2, "RandomAutocontrast"),
+            tolerances=TRUNCATION,
+            raises={FOUR: TypeError},
+        ),
         _tv(
             TV1,
             lambda image, p: F_v1.autocontrast(image),
+            counterpart=_tv_class(T_v1, "RandomAutocontrast"),
             dtypes=DTYPES,
             tolerances=TRUNCATION,
             raises={FOUR: TypeError, EMPTY: IndexError},  # amin() of an empty plane

@@ -5,7 +5,7 @@ The public API for case modules (every name a case module needs, importable from
   ModuleOp        an nn.Module op for OpSpec(module=...): build, forward, random params, unmoved promise
   Counterpart     the op's other form in its library (the module class of a function, or the function of a
                   module), for OpSpec(counterpart=...) or Implementation(counterpart=...): the `module` and
-                  `history` checks
+                  `history` checks; module_class(dotted, arguments) makes one from a library's class
   ExpectedError   what an invalid input must raise, for OpSpec(error_modes=...)
   Accepted        a library's documented acceptance of an invalid input, for Implementation(accepts=...)
   Operation, Implementation, keywords, OMIT
@@ -39,7 +39,7 @@ _PUBLIC = {
     **dict.fromkeys(("Case", "Recipe", "CONTENTS", "materialize", "peak", "to_float64"), "conformance.spec.recipes"),
     **dict.fromkeys(("Accepted", "ExpectedError"), "conformance.spec.domain"),
     "OpSpec": "conformance.spec.opspec",
-    **dict.fromkeys(("ModuleOp", "Counterpart"), "conformance.spec.forms"),
+    **dict.fromkeys(("ModuleOp", "Counterpart", "module_class"), "conformance.spec.forms"),
     "Operation": "conformance.spec.operations",
     "Gradient": "conformance.spec.gradients",
     "kornia_parameters": "conformance.spec.sampled",

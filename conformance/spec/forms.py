@@ -10,6 +10,7 @@ fails), and the `history` check calls one instance of the module form on a seque
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -98,3 +99,18 @@ class Counterpart:
         if len(parts) < 2 or not all(part.isidentifier() for part in parts):
             return None  # a name for messages only
         return versions.missing(f"the counterpart {self.name}", (self.name,))
+
+
+def module_class(
+    dotted: str, arguments: Callable[[dict[str, Any]], dict[str, Any]] = lambda params: {}, **fields: Any
+) -> Counterpart:
+    """The library's module class at `dotted` as an implementation's counterpart: built with the keywords `arguments`
+    makes from the params its function gets (imported when first built); `fields`: ModuleOp's other fields, such as
+    `forward=` where the class is called otherwise than module(image)."""
+    where, _, name = dotted.rpartition(".")
+
+    def build(params: dict[str, Any]) -> torch.nn.Module:
+        built: torch.nn.Module = getattr(importlib.import_module(where), name)(**arguments(params))
+        return built
+
+    return Counterpart(name=dotted, module=ModuleOp(build=build, **fields))
