@@ -44,6 +44,8 @@ def test_correct_versions_pass_every_check(spec, target):
         expected |= {"cross_device", "constant_upload"} | ({"unmoved"} if spec.module else set())
     if spec.module and spec.module.sample:
         expected |= {"sampling"}  # on every target: the module's own sampler
+    if spec.module:
+        expected |= {"history"}  # on every target: one instance on earlier inputs, then the case
     assert set(found) == expected
 
 

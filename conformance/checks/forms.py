@@ -154,8 +154,8 @@ def check_history(ctx: CaseContext) -> CheckOutcome | None:
     form = ctx.spec.module_form()
     assert form is not None
     fresh_last = ctx.run if ctx.spec.module is not None else _counterpart_run(ctx)
-    if ctx.case.recipe.empty or not _usable(fresh_last):
-        return None
+    if ctx.case.recipe.empty or not _usable(fresh_last) or fresh_last.error is not None:
+        return None  # no output of a fresh instance to hold the reused one to (the error item carries a raise)
     variant = (ctx.spec.name, ctx.case.recipe.dtype, ctx.mode, ctx.target.name)
     if _checked.get(variant, 0) >= HISTORY_CASES:
         return None  # this variant's first cases were checked on this target
