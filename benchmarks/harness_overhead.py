@@ -332,7 +332,10 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         for _, recipe in earlier_recipes(form, case.recipe, mode):
             earlier = Case(case.op, recipe, case.params)
             image = materialize(dataclasses.replace(recipe, layout="contiguous"))
-            drawn = sample_params(form, image, earlier)
+            try:
+                drawn = sample_params(form, image, earlier)
+            except Exception:  # noqa: BLE001 - as the check: a sampler refusing an earlier input skips it
+                continue
 
             def there(image=image, target=target, layout=recipe.layout):
                 return apply_layout(target.put(image) if target.is_accelerator else image.clone(), layout)

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 import torch
+from planted_ops import bilinear_reference as spec_reference
 from planted_ops import good_resize, make_spec, shifted_resize
 
 from conformance.checks import forms
@@ -105,3 +106,20 @@ def test_a_counterpart_the_imported_library_lacks_skips_both_checks_naming_its_v
         reason = REGISTRY[check].unmet(spec)
         assert reason is not None and "torchvision.transforms.v2.NoSuchResize" in reason and "lacks" in reason
     assert REGISTRY["module"].unmet(with_counterpart(good_resize)) is None
+
+
+def test_a_sampler_that_refuses_an_earlier_input_skips_that_input_not_the_item():
+    """kornia 0.7's illumination samplers raise on a batch where no sample is drawn: the history check leaves that
+    earlier input out (nothing to replay) and still holds the reused instance to a fresh one on the others."""
+
+    def sample(module, image, params):
+        if image.shape[0] != 2:
+            raise RuntimeError("cannot reshape tensor of 0 elements")
+        return {"gain": 1.0}
+
+    module = ModuleOp(build=lambda p: Resizing(p["size"]), forward=lambda m, image, p, sampled: m(image), sample=sample)
+    spec = dataclasses.replace(make_spec("refusing", good_resize), call=None, module=module)
+    spec = dataclasses.replace(spec, reference=lambda image, case, sampled: spec_reference(image, case))
+    history = run(spec)["history"]
+    assert history.passed
+    assert [step["input"] for step in history.details["sequence"]] == ["23x17", "uint8", "this case"]

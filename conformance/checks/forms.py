@@ -165,7 +165,10 @@ def check_history(ctx: CaseContext) -> CheckOutcome | None:
     for label, recipe in earlier_recipes(form, ctx.case.recipe, ctx.mode):
         image = InputImage.make(recipe)
         case = Case(ctx.case.op, recipe, ctx.case.params)
-        sampled = sample_params(form, image.dense, case)
+        try:
+            sampled = sample_params(form, image.dense, case)
+        except Exception:  # noqa: BLE001 - a sampler that refuses this input: nothing to replay on it, so skip it
+            continue
         fresh = run_op(form, image.on(ctx.target), case, ctx.target, sampled, timeout_s=ctx.timeout_s)
         again = run_op(reused, image.on(ctx.target), case, ctx.target, sampled, timeout_s=ctx.timeout_s)
         if not (_usable(fresh) and _usable(again)):
