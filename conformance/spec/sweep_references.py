@@ -53,16 +53,24 @@ def _denormalized(image: np.ndarray, case: Case, *sampled: Any) -> np.ndarray:
     return image * _per_channel(std) + _per_channel(mean)
 
 
+def _rows(applied: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+    """Each applied sample's row of a sampled parameter: one row a sample (kornia 0.9), or one row an applied
+    sample, in order (kornia before 0.8 draws rows for the applied samples only)."""
+    rows = np.flatnonzero(applied)
+    if len(values) == len(applied):
+        return {int(i): values[i] for i in rows}
+    return {int(i): values[k] for k, i in enumerate(rows)}
+
+
 def _random_perspective(image: np.ndarray, case: Case, sampled: dict[str, Any]) -> np.ndarray:
     """Each applied sample warped bilinearly (zeros outside, align_corners=False: kornia's flags) by the homography
     taking its start points to its end points; a sample not applied (batch_prob False) is the input."""
-    starts, ends = _host(sampled["start_points"]), _host(sampled["end_points"])
     applied = _host(sampled["batch_prob"]) > 0.5
+    starts, ends = _rows(applied, _host(sampled["start_points"])), _rows(applied, _host(sampled["end_points"]))
     out = image.copy()
-    for i in range(image.shape[0]):
-        if applied[i]:
-            inverse = perspective.homography(ends[i].tolist(), starts[i].tolist())  # kornia's points: pixel indices
-            out[i] = warp.warp(image[i], inverse, "bilinear", 0.0)
+    for i, start in starts.items():
+        inverse = perspective.homography(ends[i].tolist(), start.tolist())  # kornia's points: pixel indices
+        out[i] = warp.warp(image[i], inverse, "bilinear", 0.0)
     return out
 
 
@@ -70,12 +78,11 @@ def _random_elastic(image: np.ndarray, case: Case, sampled: dict[str, Any]) -> n
     """Each applied sample displaced by its noise (2, H, W), smoothed by kornia's default Gaussian (kernel 63, sigma
     32, zeros beyond the edges) and scaled by alpha 1, sampled bilinearly with zeros outside (align_corners=False):
     kornia's flags for RandomElasticTransform()."""
-    noise, applied = _host(sampled["noise"]), _host(sampled["batch_prob"]) > 0.5
+    applied = _host(sampled["batch_prob"]) > 0.5
     out = image.copy()
-    for i in range(image.shape[0]):
-        if applied[i]:
-            field = np.moveaxis(perspective.zero_padded_blur(noise[i], (63, 63), (32.0, 32.0)), 0, -1)
-            out[i] = perspective.elastic(image[i], field, "bilinear", 0.0, False, "fill")
+    for i, noise in _rows(applied, _host(sampled["noise"])).items():
+        field = np.moveaxis(perspective.zero_padded_blur(noise, (63, 63), (32.0, 32.0)), 0, -1)
+        out[i] = perspective.elastic(image[i], field, "bilinear", 0.0, False, "fill")
     return out
 
 
