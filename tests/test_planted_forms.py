@@ -31,16 +31,16 @@ _real = T.Normalize.transform
 
 def transform(self, inpt, params):
     # the plant: the statistics become tensors on the first call and are kept, in that input's dtype: a later input
-    # of another dtype is normalised with the first one's rounding of the mean and std
-    if isinstance(inpt, torch.Tensor) and inpt.is_floating_point():
-        if not hasattr(self, "_kept"):
-            self._kept = tuple(
-                torch.tensor(values, dtype=inpt.dtype, device=inpt.device).view(-1, 1, 1)
-                for values in (self.mean, self.std)
-            )
-        mean, std = self._kept
-        return (inpt - mean.to(inpt.device)) / std.to(inpt.device)
-    return _real(self, inpt, params)
+    # of another dtype is normalised with the first one's rounding of the mean and std (and promoted to its dtype).
+    # The first call, and so every fresh instance, is the library's own (its checks and its result).
+    found = _real(self, inpt, params)
+    if not (isinstance(inpt, torch.Tensor) and inpt.is_floating_point()):
+        return found
+    if not hasattr(self, "_kept"):
+        self._kept = tuple(torch.tensor(v, dtype=inpt.dtype).view(-1, 1, 1) for v in (self.mean, self.std))
+        return found
+    mean, std = self._kept
+    return (inpt - mean.to(inpt.device)) / std.to(inpt.device)
 
 T.Normalize.transform = transform
 """
