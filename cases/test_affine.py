@@ -52,11 +52,12 @@ from conformance import (
     batched,
     image_recipes,
     keywords,
-    peak,
     per_host_image,
     pillow_image_op,
+    stored_fill,
     versions,
 )
+from conformance import fills as shared_fills
 from conformance.references import warp
 from conformance.spec.libraries import SUFFIXES
 
@@ -89,7 +90,7 @@ def angles() -> st.SearchStrategy[float]:
 def fills(dtype: str, mode: str) -> st.SearchStrategy[float]:
     if mode == "fill-out-of-range":
         return st.one_of(st.integers(256, 1000), st.integers(-1000, -1))
-    return st.integers(0, int(peak(dtype))) if dtype in ("uint8", "uint16") else st.decimals(0, 1, places=3).map(float)
+    return shared_fills(dtype)
 
 
 def _common(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
@@ -131,17 +132,6 @@ def rotate_inverse(params: dict[str, Any], height: int, width: int) -> np.ndarra
 
 def affine_inverse(params: dict[str, Any], height: int, width: int) -> np.ndarray:
     return warp.affine_inverse(params["angle"], params["translate"], params["scale"], params["shear"], height, width)
-
-
-def stored_fill(fill: float, dtype: str) -> float:
-    """The fill as a float image holds it (torchvision and kornia cast it to the image's dtype): rounded to
-    nearest even; bfloat16 keeps float32's upper 16 bits."""
-    if dtype in ("float32", "float16"):
-        return float(np.dtype(dtype).type(fill))
-    if dtype == "bfloat16":
-        bits = int(np.float32(fill).view(np.uint32))
-        return float(np.uint32((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32))
-    return fill
 
 
 def _reference(inverse_of):

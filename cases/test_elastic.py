@@ -49,9 +49,10 @@ from conformance import (
     Rule,
     Tolerance,
     batched,
+    fills,
     image_recipes,
     keywords,
-    peak,
+    stored_fill,
 )
 from conformance.references import perspective, warp
 from conformance.spec.libraries import SUFFIXES
@@ -89,20 +90,6 @@ def wave_on(image: torch.Tensor, wave: dict[str, Any], height: int, width: int) 
         values = wave["shift"][k] + wave["amplitude"][k] * torch.sin(angle + k * math.pi / 2)
         components.append((values * (2.0 / length)).expand(height, width))
     return torch.stack(components, dim=-1)
-
-
-def fills(dtype: str) -> st.SearchStrategy[float]:
-    return st.integers(0, int(peak(dtype))) if dtype in ("uint8", "uint16") else st.decimals(0, 1, places=3).map(float)
-
-
-def stored_fill(fill: float, dtype: str) -> float:
-    """The fill as a float image holds it (rounded to nearest even; bfloat16 keeps float32's upper 16 bits)."""
-    if dtype in ("float32", "float16"):
-        return float(np.dtype(dtype).type(fill))
-    if dtype == "bfloat16":
-        bits = int(np.float32(fill).view(np.uint32))
-        return float(np.uint32((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32))
-    return fill
 
 
 def _positions_features(u: np.ndarray, v: np.ndarray, case: Case, nearest: bool) -> dict[str, Any]:

@@ -49,11 +49,12 @@ from conformance import (
     Rule,
     Tolerance,
     batched,
+    fills,
     image_recipes,
     keywords,
-    peak,
     per_host_image,
     pillow_image_op,
+    stored_fill,
 )
 from conformance.references import perspective, warp
 from conformance.spec.libraries import SUFFIXES
@@ -106,10 +107,6 @@ def degenerate(draw: st.DrawFn, height: int, width: int) -> list[list[int]]:
     return points
 
 
-def fills(dtype: str) -> st.SearchStrategy[float]:
-    return st.integers(0, int(peak(dtype))) if dtype in ("uint8", "uint16") else st.decimals(0, 1, places=3).map(float)
-
-
 @st.composite
 def perspective_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     height, width = recipe.height, recipe.width
@@ -122,17 +119,6 @@ def perspective_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, 
         "interpolation": mode if mode in MODES else "nearest",
         "fill": draw(fills(recipe.dtype), label="fill"),
     }
-
-
-def stored_fill(fill: float, dtype: str) -> float:
-    """The fill as a float image holds it (torchvision and kornia cast it to the image's dtype): rounded to
-    nearest even; bfloat16 keeps float32's upper 16 bits."""
-    if dtype in ("float32", "float16"):
-        return float(np.dtype(dtype).type(fill))
-    if dtype == "bfloat16":
-        bits = int(np.float32(fill).view(np.uint32))
-        return float(np.uint32((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32))
-    return fill
 
 
 def inverse_of(params: dict[str, Any]) -> np.ndarray:

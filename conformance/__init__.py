@@ -19,6 +19,8 @@ The public API for case modules (every name a case module needs, importable from
                   a kornia augmentation's sampler, for ModuleOp(sample=...): parameters drawn once, replayed
   Case, Recipe, CONTENTS, materialize, peak, to_float64
                   cases and image recipes, their pixels, and the value of white in a dtype
+  fills, stored_fill
+                  a warp's fill drawn in the image's range, and as an image of a dtype holds it
   image_recipes, empty_recipes, sides
                   hypothesis strategies of image recipes (and of images with no pixels) and sizes
   batched, per_host_image, pillow_image_op
@@ -41,6 +43,7 @@ _PUBLIC = {
     "OpSpec": "conformance.spec.opspec",
     **dict.fromkeys(("ModuleOp", "Counterpart", "module_class"), "conformance.spec.forms"),
     "Operation": "conformance.spec.operations",
+    **dict.fromkeys(("fills", "stored_fill"), "conformance.spec.fills"),
     "Gradient": "conformance.spec.gradients",
     "kornia_parameters": "conformance.spec.sampled",
     **dict.fromkeys(("Implementation", "keywords", "OMIT"), "conformance.spec.implementations"),

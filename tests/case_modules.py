@@ -34,3 +34,30 @@ def copy_cases(folder: Path, *names: str) -> None:
     head, *entries = re.split(r"(?m)^(?=\[\[issue\]\])", text)
     kept = [e for e in entries if any(fnmatch.fnmatchcase(op, re.search(r'(?m)^op = "(.*)"', e)[1]) for op in ops)]
     (folder / "known_issues.toml").write_text(head + "".join(kept))
+
+
+PLANT_RUN = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1", "--sweep=none"]
+
+
+def failed_lines(result) -> list[str]:
+    return [line for line in result.stdout.lines if line.startswith("FAILED ")]
+
+
+def control_then_plant(pytester, plant: str, source: str, module: str, selection: str, said: str, examples: int):
+    """The stock items of `selection` (cases/<module> copied with its known issues) run green with the real library,
+    then fail with `source` as a conftest that plants the bug, saying `said`; returns the planted run's FAILED lines."""
+    import textwrap
+
+    copy_cases(pytester.path / "cases", module)
+    args = [*PLANT_RUN, f"--max-examples={examples}", "cases", "-k", selection]
+    control = pytester.runpytest_subprocess(*args)
+    outcomes = control.parseoutcomes()
+    # a known issue's cases make an item an xfail: the suite's green
+    assert outcomes.get("passed", 0) + outcomes.get("xfailed", 0) > 0, control.stdout.str()[-3000:]
+    assert not failed_lines(control), "\n".join(failed_lines(control))
+    pytester.makeconftest(textwrap.dedent(source))
+    planted = pytester.runpytest_subprocess(*args)
+    failed = failed_lines(planted)
+    assert failed, f"the suite missed the plant {plant}:\n{planted.stdout.str()[-3000:]}"
+    assert said in planted.stdout.str()
+    return failed

@@ -6,12 +6,8 @@ Each plant is a conftest that replaces one library function before the case modu
 own (the patch must not outlive the run).  The suite as it stood before each domain was drawn passed every plant.
 """
 
-import textwrap
-
 import pytest
-from case_modules import copy_cases
-
-QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1"]
+from case_modules import control_then_plant
 
 HALF_PRECISION_OVERFLOW = """
 import torch
@@ -144,21 +140,6 @@ PLANTS = {
 }
 
 
-def _failed(result) -> list[str]:
-    return [line for line in result.stdout.lines if line.startswith("FAILED ")]
-
-
 @pytest.mark.parametrize("plant", sorted(PLANTS))
 def test_a_bug_planted_outside_the_old_slice_fails_the_stock_suite_and_the_real_library_passes(pytester, plant):
-    source, module, selection, said = PLANTS[plant]
-    copy_cases(pytester.path / "cases", module)
-    args = [*QUICK, "--max-examples=40", "cases", "-k", selection]
-    control = pytester.runpytest_subprocess(*args)
-    outcomes = control.parseoutcomes()
-    assert outcomes.get("passed", 0) + outcomes.get("xfailed", 0) > 0, control.stdout.str()[-3000:]
-    assert not _failed(control), "\n".join(_failed(control))
-    pytester.makeconftest(textwrap.dedent(source))
-    planted = pytester.runpytest_subprocess(*args)
-    failed = _failed(planted)
-    assert failed, f"the suite missed the plant {plant}:\n{planted.stdout.str()[-3000:]}"
-    assert said in planted.stdout.str()
+    control_then_plant(pytester, plant, *PLANTS[plant], examples=40)

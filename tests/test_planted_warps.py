@@ -7,12 +7,8 @@ own (the patch must not outlive the run), as tests/test_planted_domain.py does. 
 placement sweeps only) passed every plant.
 """
 
-import textwrap
-
 import pytest
-from case_modules import copy_cases
-
-QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1", "--max-examples=30"]
+from case_modules import control_then_plant
 
 MATRIX_IN_HALF_PRECISION = """
 import torch
@@ -81,25 +77,8 @@ PLANTS = {
 }
 
 
-def _failed(result) -> list[str]:
-    return [line for line in result.stdout.lines if line.startswith("FAILED ")]
-
-
 @pytest.mark.parametrize("plant", sorted(PLANTS))
 def test_a_warp_bug_shared_by_every_device_fails_the_reference_items_and_the_real_library_passes(pytester, plant):
-    source, module, selection, said = PLANTS[plant]
-    copy_cases(pytester.path / "cases", module)
-    args = [*QUICK, "cases", "-k", selection]
-    control = pytester.runpytest_subprocess(*args)
-    outcomes = control.parseoutcomes()
-    # the cpu's and vcuda:1's items ran and are green (a known issue's cases, e.g. vision#8083's double-blended fill
-    # where a fill is passed, make an item an xfail: the suite's green)
-    assert outcomes.get("passed", 0) + outcomes.get("xfailed", 0) >= 2, control.stdout.str()[-3000:]
-    assert not _failed(control), "\n".join(_failed(control))
-    pytester.makeconftest(textwrap.dedent(source))
-    planted = pytester.runpytest_subprocess(*args)
-    failed = _failed(planted)
-    assert failed, f"the suite missed the plant {plant}:\n{planted.stdout.str()[-3000:]}"
+    failed = control_then_plant(pytester, plant, *PLANTS[plant], examples=30)
     # every device shares the bug: the reference items fail on the cpu and on the virtual accelerator alike
     assert any("[cpu-" in line for line in failed) and any("[vcuda:1-" in line for line in failed), failed
-    assert said in planted.stdout.str()
