@@ -14,6 +14,7 @@ The public API for case modules (every name a case module needs, importable from
                   the libraries' names for Implementation(library=...)
   TORCHVISION_PIL torchvision's words on PIL input, for OpSpec(pil_input=...) (the `pil` check)
   Tolerance, Rule tolerance policies with reasons, scoped by check/dtype/mode/target
+  UNCALIBRATED    the per-dtype default rules, marked uncalibrated in the report (`tolerances=[..., *UNCALIBRATED]`)
   Gradient        an op's promise that it is differentiable, for OpSpec(gradient=...) or Operation(gradient=...)
   kornia_parameters
                   a kornia augmentation's sampler, for ModuleOp(sample=...): parameters drawn once, replayed
@@ -37,7 +38,7 @@ from typing import Any
 
 _PUBLIC = {
     "versions": "conformance.spec.versions",
-    **dict.fromkeys(("Rule", "Tolerance"), "conformance.spec.tolerances"),
+    **dict.fromkeys(("Rule", "Tolerance", "UNCALIBRATED"), "conformance.spec.tolerances"),
     **dict.fromkeys(("Case", "Recipe", "CONTENTS", "materialize", "peak", "to_float64"), "conformance.spec.recipes"),
     **dict.fromkeys(("Accepted", "ExpectedError"), "conformance.spec.domain"),
     "OpSpec": "conformance.spec.opspec",

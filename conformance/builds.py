@@ -29,36 +29,10 @@ from conformance.spec.loading import load_specs
 from conformance.store import drift
 from conformance.store import timings as timing
 from conformance.store.outputs import OutputsError, outputs_folder, read_index
+from conformance.suite.stock import case_paths, stock_cases
 
 FORMAT = "conformance-baseline/1"
 SHOWN = 40  # changes listed on the terminal per severity (all are in --json)
-
-
-CORE_VALUE_OPTIONS = (
-    "-k",
-    "-m",
-    "-p",
-    "-o",
-    "-n",
-    "-W",
-    "-c",
-    "--junitxml",
-    "--rootdir",
-    "--basetemp",
-    "--dist",
-    "--maxfail",
-    "--durations",
-    "--tb",
-)
-
-
-def case_paths(pytest_args: list[str]) -> list[str]:
-    """The files and folders the (joined) pytest arguments name for collection."""
-    return [
-        arg
-        for previous, arg in zip(["", *pytest_args], pytest_args, strict=False)
-        if not arg.startswith("-") and previous not in CORE_VALUE_OPTIONS and Path(arg.split("::")[0]).exists()
-    ]
 
 
 def _environment_of(run_dir: Path) -> dict[str, Any]:
@@ -76,13 +50,18 @@ def make_baseline(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         print(f"conformance baseline: {out} exists and is not empty (a baseline is never overwritten)", file=sys.stderr)
         return 4
-    pytest_args = pytest_command(pytest_args)
+    try:
+        pytest_args = pytest_command(pytest_args)
+    except ValueError as exc:
+        print(f"conformance baseline: {exc}", file=sys.stderr)
+        return 4
     cases = case_paths(pytest_args)
     if not cases:
-        if not Path("cases").is_dir():
-            print("conformance baseline: no ./cases folder here; pass the path of your case modules", file=sys.stderr)
+        stock = stock_cases()
+        if stock is None:
+            print("conformance baseline: no stock suite installed; pass the path of your case modules", file=sys.stderr)
             return 4
-        cases = ["cases"]
+        cases = [str(stock)]
     out.mkdir(parents=True, exist_ok=True)
     run_name = f"baseline-{time.strftime('%Y%m%d-%H%M%S')}"
     reports = Path("reports")

@@ -3,11 +3,12 @@
 python -m conformance run [PYTEST ARGS...]     the suite in ./cases on every visible target
 python -m conformance summary reports/<run>    summary.json + table from the outcome files
 python -m conformance report reports/<run>     (re)build reports/<run>/index.html
-python -m conformance merge RUN... -o OUT      combine runs from several machines into one report
+python -m conformance merge RUN... -o OUT      combine runs from several machines (or a run's shards) into one report
 python -m conformance prune REPORTS --keep N   delete old run folders (--older-than DAYS, --dry-run)
 python -m conformance baseline -o DIR [PYTEST ARGS...]   record outputs and timings of this build
 python -m conformance compare BASELINE OTHER   what changed between two builds (outputs, timings)
 python -m conformance timing -o FILE           time each op per target and input size
+python -m conformance repro ITEM [--run DIR]   a script that reproduces a failure with torch and the library alone
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from typing import NoReturn
 
 from conformance import launch
 from conformance.report.build import build_report
-from conformance.report.merge import MergeError, merge_runs
+from conformance.report.merge import MergeError, merge_runs, shard_notes
 from conformance.report.table import format_table
 from conformance.store.aggregate import write_summary
 from conformance.store.examples import StoreError
 from conformance.store.prune import PruneError, prune
 from conformance.store.reader import was_complete
 from conformance.store.timings import DEFAULT_THRESHOLD, SHAPES
+from conformance.suite.stock import stock_cases
 
 USAGE_ERROR = 4  # pytest's exit code for usage errors, so scripts can treat both alike
 
@@ -61,12 +63,14 @@ def _report(run_dir: Path) -> int:
     return 0
 
 
-def _merge(run_dirs: list[Path], out: Path, labels: list[str] | None) -> int:
+def _merge(run_dirs: list[Path], out: Path, labels: list[str] | None, allow_missing: bool) -> int:
     try:
-        index = merge_runs(run_dirs, out, labels)
+        index = merge_runs(run_dirs, out, labels, allow_missing_shards=allow_missing)
     except (MergeError, StoreError) as exc:
         print(f"conformance merge: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    for line in shard_notes(out):
+        print(line)
     print(f"report: {index}")
     return 0
 
@@ -82,6 +86,23 @@ def _prune(reports: Path, keep: int | None, older_than: float | None, dry_run: b
     for why in pruned.ignored:
         print(f"left alone: {why}")
     print(f"{len(pruned.removed)} run(s) {'would be ' if dry_run else ''}removed, {len(pruned.kept)} kept")
+    return 0
+
+
+def _repro(args: argparse.Namespace) -> int:
+    # imported here, as `baseline` is: the script writer imports torch and the libraries, which other commands skip
+    from conformance.report.repro import ReproError
+    from conformance.report.repro_script import make_repro
+
+    try:
+        script, failure = make_repro(args.item, args.run, args.output, args.target, args.mode, args.cases)
+    except ReproError as exc:
+        print(f"conformance repro: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    print(f"repro: {script} (its input and expected output: {script.with_suffix('.npz').name} beside it)")
+    print(f"run it with: python {script} [DEVICE]   (needs torch, numpy and the library; not conformance)")
+    if not failure.failed and failure.target == "cpu":
+        print(f"note: the case passes on the cpu here ({failure.check} check); the script exits 0 on this machine")
     return 0
 
 
@@ -104,14 +125,22 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("run_dir", type=Path)
     report = commands.add_parser("report", help="(re)build index.html of a run from its outcome files")
     report.add_argument("run_dir", type=Path)
-    merge = commands.add_parser("merge", help="combine runs (e.g. from several machines) into one report")
+    merge = commands.add_parser(
+        "merge", help="combine runs (from several machines, or the shards of one run) into one report"
+    )
     merge.add_argument("run_dirs", type=Path, nargs="+")
     merge.add_argument("-o", "--output", type=Path, required=True, help="folder of the merged run (must not exist)")
     merge.add_argument(
         "--label",
         action="append",
         default=None,
-        help="column label per run, in order (default: the machine name recorded by each run)",
+        help="column label per run, in order (default: the machine name recorded by each run; a sharded run's "
+        "column takes its first folder's)",
+    )
+    merge.add_argument(
+        "--allow-missing-shards",
+        action="store_true",
+        help="merge a sharded run with shards missing (else an error); its summary is marked incomplete",
     )
     prune = commands.add_parser("prune", help="delete old run folders (never `latest`, never through a link)")
     prune.add_argument("reports_dir", type=Path)
@@ -124,6 +153,15 @@ def main(argv: list[str] | None = None) -> int:
         help="remove runs that finished more than DAYS ago (with --keep: only beyond the N newest)",
     )
     prune.add_argument("--dry-run", action="store_true", help="print what would be removed; remove nothing")
+    repro = commands.add_parser(
+        "repro", help="write a script that reproduces a failure with torch, numpy and the library (not conformance)"
+    )
+    repro.add_argument("item", help="a failing item's id (as pytest prints it), or a case JSON (a .json file or text)")
+    repro.add_argument("--run", type=Path, default=Path("reports/latest"), help="its run (default reports/latest)")
+    repro.add_argument("-o", "--output", type=Path, default=None, help="a .py file, or a folder (./repro_<item>.py)")
+    repro.add_argument("--target", default="cpu", help="for a case JSON: the target the script runs (default cpu)")
+    repro.add_argument("--mode", default=None, help="for a case JSON: the op's mode (default 'default' or its first)")
+    repro.add_argument("--cases", type=Path, default=Path("cases"), help="for a case JSON: its case modules (./cases)")
 
     baseline = commands.add_parser(
         "baseline",
@@ -150,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument("--json", type=Path, default=None, metavar="FILE", help="write every change to FILE")
     timed = commands.add_parser("timing", help="time each op per target and input size (written as JSON)")
     timed.add_argument("-o", "--output", type=Path, required=True, help="timings file to write")
-    timed.add_argument("--cases", type=Path, default=Path("cases"), help="case modules (default ./cases)")
+    timed.add_argument("--cases", type=Path, default=stock_cases(), help="case modules (default: the stock suite)")
     timed.add_argument("--planted-slowdown", default=None, metavar="OP", help=argparse.SUPPRESS)
     timed.add_argument("--as-target", default=None, help=argparse.SUPPRESS)  # an ISA level's child process
     timed.add_argument("--no-isa", action="store_true", help="do not time the cpu's lower instruction-set levels")
@@ -183,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "timing":
         from conformance.builds import measure_timings
 
-        if not args.cases.exists():
+        if args.cases is None or not args.cases.exists():
             print(f"conformance timing: no such case folder or file {str(args.cases)!r}", file=sys.stderr)
             return USAGE_ERROR
         return measure_timings(
@@ -206,9 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         return _report(args.run_dir)
     if args.command == "merge":
-        return _merge(args.run_dirs, args.output, args.label)
+        return _merge(args.run_dirs, args.output, args.label, args.allow_missing_shards)
     if args.command == "prune":
         return _prune(args.reports_dir, args.keep, args.older_than, args.dry_run)
+    if args.command == "repro":
+        return _repro(args)
     return _summary(args.run_dir)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from conformance.engine.options import value_options
+from conformance.suite.stock import suite_arguments
 
 WORKERS_ENV = "CONFORMANCE_WORKERS_CHOSEN"  # how many xdist workers `run` chose (for the run's header)
 HYPOTHESIS_VALUE_OPTIONS = ("--hypothesis-profile", "--hypothesis-seed", "--hypothesis-verbosity")
@@ -27,6 +28,7 @@ CHOSEN_OPTIONS = ("-n", "--numprocesses", "--dist", "-d", "--tx", "no:xdist")
 RUN_DIR_ENV = "CONFORMANCE_RUN_DIR_PIPE"
 STOP_GRACE_S = 20.0  # after a stop, how long pytest may take to end before it is killed (CI allows 30 s or less)
 INTERRUPTED = 2  # pytest's ExitCode.INTERRUPTED
+USAGE_ERROR = 4  # pytest's ExitCode.USAGE_ERROR
 
 
 def cores() -> int:
@@ -69,17 +71,12 @@ def joined(args: list[str]) -> list[str]:
 
 
 def pytest_command(args: list[str]) -> list[str]:
-    """The pytest arguments for `run`.  What to collect is pytest's own decision: ./cases is its
-    `testpaths`, used when the arguments name no file or folder.  Unless the user chose otherwise, the run
-    uses every core (`-n <cores>`, see `workers_for`)."""
+    """The pytest arguments for `run`: the stock suite, alone or beside the user's own case folders, from a
+    checkout or an installed package (`conformance.suite.suite_arguments`; a ValueError is a usage error).
+    Unless the user chose otherwise, the run uses every core (`-n <cores>`, see `workers_for`)."""
     args = joined(args)
     workers = workers_for(args)
-    return (
-        ["--conformance"]
-        + (["-o", "testpaths=cases"] if Path("cases").is_dir() else [])
-        + ([f"-n{workers}"] if workers else [])
-        + args
-    )
+    return ["--conformance"] + ([f"-n{workers}"] if workers else []) + suite_arguments(args)
 
 
 def announce_run_dir(run_dir: Path) -> None:
@@ -182,4 +179,9 @@ def ended(code: int, run_dir: Path | None, stopped: str | None) -> int:
 
 def run(args: list[str]) -> int:
     """`python -m conformance run ARGS`."""
-    return run_pytest(pytest_command(args), workers_for(joined(args)))
+    try:
+        command = pytest_command(args)
+    except ValueError as exc:
+        print(f"conformance run: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    return run_pytest(command, workers_for(joined(args)))

@@ -1,5 +1,6 @@
 """The pytest plugin: hook glue only.  This module holds the session's hooks (options, configuration,
-the run's start, header and end); conformance.plugin_items the collection's and each item's.
+the run's start, header and end); conformance.plugin_collection the collection's, conformance.plugin_items
+each item's.
 
 Loaded into every pytest session of the environment through the `pytest11` entry point (and by
 the repo's conftest.py), so it stays inert, like hypothesis' own plugin, until a session asks
@@ -11,9 +12,11 @@ in the header, no reports folder.  Only functions built by `OpSpec.test()` are t
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -27,7 +30,7 @@ from conformance.engine import config as run_config
 from conformance.engine import interrupts, options, profiles
 from conformance.launch import announce_run_dir
 
-pytest_plugins = ("conformance.plugin_items",)  # the item hooks, registered with this module
+pytest_plugins = ("conformance.plugin_collection", "conformance.plugin_items")  # registered with this module
 profiles.register()  # named profiles for --hypothesis-profile; registering loads nothing
 
 
@@ -44,6 +47,7 @@ class PluginState:
     previous_sweep: str | None = None  # CONFORMANCE_SWEEP before this session set it (restored at unconfigure)
     session: pytest.Session | None = None  # set at the session's end, whose exit status a late stop changes
     summarised_complete: bool = False  # summary.json was written marked complete
+    nothing_collected: bool = False  # a usage error: no run folder is left behind
 
 
 STATE = pytest.StashKey[PluginState]()
@@ -209,6 +213,11 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
         (state.run.run_dir / "outcomes").mkdir(parents=True, exist_ok=True)
     if state.run is not None:
         state.run.close()
+    if controller and state.nothing_collected and run_dir is not None:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the reports folder, where this run created it
+            run_dir.parent.rmdir()
+        return
     if not controller or run_dir is None or not (run_dir / "outcomes").is_dir():
         return
     from conformance.report.terminal import finish_run_folder
@@ -261,7 +270,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if state is None or hasattr(config, "workerinput"):
         return
     run_dir = state.run.run_dir if state.run is not None else state.run_dir
-    if run_dir is None:
+    if run_dir is None or state.nothing_collected:
         return
     from conformance.report.terminal import write_section
 

@@ -1,14 +1,13 @@
-"""The pytest plugin's collection and item hooks (conformance.plugin registers this module): one item per
-check of each op, target, dtype and mode; the run order that keeps a variant's items together; each item's
-life, from the engine's decisions (`ItemEnd`, a skip reason) to pytest's outcomes; and the report of a
-finding without the harness's frames."""
+"""The pytest plugin's item hooks (conformance.plugin registers this module): one item per check of each op,
+target, dtype and mode; each item's life, from the engine's decisions (`ItemEnd`, a skip reason) to pytest's
+outcomes; and the report of a finding without the harness's frames.  What the collection as a whole comes to
+(its order, its shard, its checks) is conformance.plugin_collection's."""
 
 from __future__ import annotations
 
 import contextlib
 import inspect
 import unittest
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +15,14 @@ import pytest
 
 from conformance.engine import interrupts
 from conformance.plugin import STATE, run_of
-from conformance.spec.item_ids import item_params_id, parse_item_id
+from conformance.plugin_collection import spec_of as _spec_of
+from conformance.spec.item_ids import item_params_id
 from conformance.watchdog import watch
 
 
 @pytest.fixture(scope="session")
 def conformance_run(pytestconfig: pytest.Config) -> Any:
     return run_of(pytestconfig)
-
-
-def _spec_of(obj: Any) -> Any:
-    return getattr(getattr(obj, "function", obj), "conformance_spec", None)
 
 
 def _item_info(item: pytest.Item) -> Any:
@@ -111,37 +107,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(("target", "dtype", "mode", "check"), params)
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The items of one operation's implementations run together, variant by variant, so each
-    library checks the cases the first one drew while its inputs and outputs are still cached."""
-    from conformance.engine.ordering import operation_order
-
-    slots = [n for n, item in enumerate(items) if _spec_of(item) is not None]
-    if slots:
-        ordered = operation_order([items[n] for n in slots], _spec_of)
-        for slot, item in zip(slots, ordered, strict=False):
-            items[slot] = item
-
-
-@pytest.hookimpl(tryfirst=True)  # an xdist worker writes its ops before xdist tells the controller it collected
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """A --replay case for an op no selected test runs, a --baseline that shares no op with the selected specs,
-    a --tolerances rule for no collected op, or a known-issue entry for an op no case module defines is a usage
-    error (every item would be skipped, or a policy would apply to nothing, and a gate would pass on nothing).  An
-    xdist worker leaves it to the controller, which sees every worker's collection (and the ops it wrote)."""
-    run = session.config.stash[STATE].run
-    if run is None:  # not a conformance run: nothing imported (the collection module imports torch)
-        return
-    from conformance.engine.collection import defined_ops, write_defined_ops
-
-    workerinput = getattr(session.config, "workerinput", None)
-    if workerinput is not None:
-        write_defined_ops(run.run_dir / "outcomes", str(workerinput.get("workerid")))
-        return
-    collected = {spec.name for item in session.items if (spec := _spec_of(item)) is not None}
-    _judge_collection(session.config, run, collected, defined_ops() if collected else None)
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
     """Before the items run, in the process that runs them: its watchdog, which ends the process when an op
@@ -150,41 +115,6 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     run = session.config.stash[STATE].run
     if run is not None and not session.config.option.collectonly:
         watch(session.config, run.run_dir, run.worker, run.cfg.case_timeout_s)
-
-
-@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: unknown where it is not installed
-def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
-    """On the xdist controller: the checks of `pytest_collection_finish`, on the ids a worker collected (a
-    usage error is an exit with pytest's usage-error code: raising inside xdist's loop is an internal error)."""
-    from conformance.engine.collection import read_defined_ops
-
-    state = node.config.stash.get(STATE, None)
-    if state is None or state.run is None or state.collection_checked:
-        return
-    state.collection_checked = True
-    collected = {parsed.test.removeprefix("test_") for nodeid in ids if (parsed := parse_item_id(nodeid)) is not None}
-    try:
-        worker = str(getattr(node, "workerinput", {}).get("workerid", ""))
-        defined = read_defined_ops(state.run.run_dir / "outcomes", worker) if collected else None
-        _judge_collection(node.config, state.run, collected, defined)
-    except pytest.UsageError as exc:
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
-
-
-def _judge_collection(config: pytest.Config, run: Any, collected: set[str], defined: Any) -> None:
-    """A collection problem is a usage error; on a -k/-m/node-id selection some are warnings.  `defined`: the ops
-    the case modules define (conformance.engine.collection.defined_ops), None where unknown."""
-
-    from conformance.engine.collection import collection_problem, unknown_known_issue_ops
-
-    selected = bool(config.option.keyword or config.option.markexpr or any("::" in a for a in config.args))
-    problem = collection_problem(run, collected, selected)
-    if problem is None and defined is not None:
-        problem = unknown_known_issue_ops(run, defined)
-    if problem is not None and problem.warning:
-        warnings.warn(pytest.PytestWarning(problem.message), stacklevel=2)
-    elif problem is not None:
-        raise pytest.UsageError(problem.message)
 
 
 XFAIL = pytest.StashKey[str]()  # an item whose failures were all known issues: reported as xfailed

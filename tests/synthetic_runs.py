@@ -96,7 +96,15 @@ def write_run(
             against="reference",
         )
         writer.example(
-            "final", 0, case, "fail", failed, message, None, f"python -m pytest '{nodeid}' --replay '{{}}'", artifact
+            "final",
+            0,
+            case,
+            "fail",
+            failed,
+            message,
+            None,
+            f"python -m conformance run '{nodeid}' --replay '{{}}'",
+            artifact,
         )
         writer.item_ended(base, nodeid, "reference")
     issue = {"id": "known-1", "link": "https://example.org/1", "reason": "a known divergence", "strict": True}

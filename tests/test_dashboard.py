@@ -89,7 +89,7 @@ def test_a_planted_regression_leads_the_first_screen_and_the_reader_can_filter_d
     checks = [r.text.split(" ")[0] for r in drill.find_elements(By.CSS_SELECTOR, "#drill-checks tr")[1:]]
     assert checks[0] == "reference" and {"error", "invariants", "placement", "cross_device"} <= set(checks)
     assert images_loaded(browser, drill.find_elements(By.CSS_SELECTOR, "section.case img"))
-    assert drill.find_element(By.CSS_SELECTOR, "code.repro").text.startswith("python -m pytest")
+    assert drill.find_element(By.CSS_SELECTOR, "code.repro").text.startswith("python -m conformance run")
     browser.execute_script("arguments[0].scrollIntoView()", drill)
     keep_screenshot(browser, "dashboard-drill-down.png", tmp_path)
 

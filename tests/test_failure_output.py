@@ -42,7 +42,7 @@ def test_a_failure_shows_its_message_without_the_harness_source(project):
     assert result.ret == 1
     out = result.stdout.str()
     assert "shifted on cpu [uint8, bilinear]: reference failed (values)" in out
-    assert "Rerun: python -m pytest" in out
+    assert "Rerun: python -m conformance run" in out
     # none of the harness's frames: its source, its locals, its file names
     assert "def check(self" not in out and "conformance/engine/session.py" not in out and "state.settled" not in out
     section = out.split("= FAILURES =")[1].split("short test summary")[0]
@@ -60,5 +60,5 @@ def test_a_worker_that_dies_records_the_case_and_a_rerun_line(project):
     assert crash.get("case_json"), crash
     case = json.loads(crash["case_json"])
     assert case["op"] == "aborting" and case["recipe"]["width"] >= 5
-    assert crash["repro"].startswith("python -m pytest ") and "--replay" in crash["repro"]
+    assert crash["repro"].startswith("python -m conformance run ") and "--replay" in crash["repro"]
     assert "Rerun: " in crash["message"]

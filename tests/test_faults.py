@@ -107,7 +107,7 @@ def test_out_of_memory_is_a_resource_outcome_and_later_cases_run(project):
 
 def test_a_host_allocation_failure_is_a_resource_outcome_too(project):
     """The cpu allocator raises a RuntimeError ("DefaultCPUAllocator: can't allocate memory"), not
-    torch.OutOfMemoryError: it was recorded as the op's error, where the README promises `resource`."""
+    torch.OutOfMemoryError: it was recorded as the op's error, where docs/ci.md promises `resource`."""
     spec = "make_spec('host_oom', host_memory_exhausted_when_wide, dtypes=('float32',))"
     project.makepyfile(test_faulty=FAULTY + f"\ntest_host_oom = {spec}.test()\n")
     result = project.runpytest_inprocess(*QUICK, "--max-examples=30", "-k", "host_oom")

@@ -81,7 +81,7 @@ def test_a_native_hang_in_one_process_is_recorded_as_a_timeout_and_ends_the_run_
     assert stuck["verdict"] == "error" and stuck["causes"] == {"timeout": 1}, stuck
     timeout = next(r for r in records if r.get("crash") and r["op"] == "stuck")
     assert "per-case limit of 1 s (--case-timeout) in native code" in timeout["message"]
-    assert "Rerun: python -m pytest" in timeout["message"]  # the case it was stuck in, replayable
+    assert "Rerun: python -m conformance run" in timeout["message"]  # the case it was stuck in, replayable
     assert summary["totals"]["pass"] > 0  # the items that ended before it are kept
     assert (run / "index.html").is_file()
 

@@ -40,11 +40,11 @@ def test_a_planted_bug_fails_with_the_check_the_metric_and_a_rerun_line(project)
     out = result.stdout.str()
     assert "shifted on cpu [uint8, bilinear]: reference failed (values)" in out
     assert "reference: vs reference: " in out and "max abs diff" in out and "tolerance 'uint8'" in out
-    rerun = next(line for line in result.stdout.lines if "Rerun: python -m pytest" in line)
+    rerun = next(line for line in result.stdout.lines if "Rerun: python -m conformance run" in line)
     assert "test_cases.py::test_shifted[cpu-uint8-bilinear-reference]" in rerun
 
     # The printed line reruns exactly that case, once.
-    args = shlex.split(rerun.split("Rerun: ", 1)[1])[3:]
+    args = shlex.split(rerun.split("Rerun: ", 1)[1])[4:]  # after "python -m conformance run"
     again = project.runpytest_inprocess("-p", "no:cacheprovider", *args)
     assert again.ret == 1
     again.assert_outcomes(failed=1)

@@ -6,6 +6,7 @@ its outcomes, and the terminal header prints them.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 import warnings
@@ -50,9 +51,19 @@ def _cuda_info() -> dict[str, Any]:
     return info
 
 
+def harness_version() -> str:
+    """This package's installed version: a run folder says which harness wrote it (its checks and tolerances
+    change between versions, so two runs' verdicts compare only with that in view)."""
+    try:
+        return importlib.metadata.version("conformance")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"  # run from a source tree that was never installed
+
+
 def collect(targets: list[Target]) -> dict[str, Any]:
     """A JSON-able snapshot of everything that can change an op's numbers."""
     return {
+        "conformance": harness_version(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "machine": platform.node(),

@@ -9,10 +9,13 @@ import difflib
 import fnmatch
 import json
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from conformance.engine.session import ConformanceRun
 from conformance.spec.opspec import SOURCES
@@ -115,3 +118,17 @@ def collection_problem(run: ConformanceRun, collected: set[str], selected: bool)
             f"this run collects ({', '.join(sorted(collected))}): a baseline from another op set"
         )
     return None
+
+
+def judge(config: pytest.Config, run: ConformanceRun, collected: set[str], defined: Any) -> None:
+    """A collection problem is a usage error; on a -k/-m/node-id selection some are warnings.  `collected`: the
+    collected ops (under --shard, of the whole collection: a rule or a replayed case for another shard's op is
+    no typo); `defined`: the ops the case modules define (`defined_ops`), None where unknown."""
+    selected = bool(config.option.keyword or config.option.markexpr or any("::" in a for a in config.args))
+    problem = collection_problem(run, collected, selected)
+    if problem is None and defined is not None:
+        problem = unknown_known_issue_ops(run, defined)
+    if problem is not None and problem.warning:
+        warnings.warn(pytest.PytestWarning(problem.message), stacklevel=2)
+    elif problem is not None:
+        raise pytest.UsageError(problem.message)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conformance.engine import distribute, options, profiles
+from conformance.engine import distribute, options, profiles, shards
 from conformance.engine.options import TARGETS_ENV, VIRTUAL_ENV
 
 # Options whose presence means the user asked for a conformance run (and their defaults).
@@ -37,6 +37,7 @@ _OPTION_DEFAULTS: dict[str, Any] = {
     "tolerances": None,
     "known_issues": [],
     "sweep": None,
+    "shard": None,
 }
 _ENV = (TARGETS_ENV, VIRTUAL_ENV, "CONFORMANCE_REPORTS", "CONFORMANCE_CASE_TIMEOUT")
 
@@ -68,6 +69,7 @@ class RunConfig:
     record_outputs: Path | None
     virtual_findings: str
     fail_on_warning: bool
+    shard: shards.Shard | None  # --shard: which part of the collection this run runs
     hypothesis_settings: Any = field(compare=False)  # the settings every spec test runs with
 
     @property
@@ -107,7 +109,7 @@ def build(config: pytest.Config) -> RunConfig:
         installed = tuple(overrides.load(Path(tolerances))) if tolerances is not None else ()
     except overrides.OverridesError as exc:
         raise pytest.UsageError(f"--tolerances: {exc}") from None
-    replay = options.load_replay(config.getoption("replay"))
+    replay = load_replay(config.getoption("replay"))
     cases_from, baseline = config.getoption("cases_from"), config.getoption("baseline")
     if cases_from is not None and replay is not None:
         raise pytest.UsageError("--cases-from and --replay cannot be combined: choose one source of cases")
@@ -133,8 +135,27 @@ def build(config: pytest.Config) -> RunConfig:
         record_outputs=Path(record) if record is not None else None,
         virtual_findings=config.getoption("virtual_findings"),
         fail_on_warning=config.getoption("fail_on_warning"),
+        shard=shards.parse(config.getoption("shard")),
         hypothesis_settings=spec_settings(config),
     )
+
+
+def load_replay(value: str | None):
+    """The --replay case (a recipes.Case) or None."""
+    from conformance.spec.recipes import Case, RecipeError
+
+    if value is None:
+        return None
+    text = value
+    if not value.lstrip().startswith("{"):
+        path = Path(value)
+        if not path.is_file():
+            raise pytest.UsageError(f"--replay: {value!r} is neither a JSON case nor an existing .json file")
+        text = path.read_text(encoding="utf-8")
+    try:
+        return Case.from_json(text)
+    except RecipeError as exc:
+        raise pytest.UsageError(f"--replay: {exc}") from None
 
 
 def spec_settings(config: pytest.Config) -> Any:

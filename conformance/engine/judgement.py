@@ -74,15 +74,18 @@ def _covering(
 
 
 def failure_message(
-    where: str, outcome: CheckOutcome, judged: Judgement, case_json: str, store: str, repro: str
+    where: str, outcome: CheckOutcome, judged: Judgement, case_json: str, store: str, repro: str, script: str = ""
 ) -> str:
-    """Which check failed and why, by how much, under which tolerance, and the line that reruns it."""
+    """Which check failed and why, by how much, under which tolerance, the line that reruns it and, where one can be
+    written, the command that writes a script reproducing it without the harness."""
     lines = [f"{where}: {outcome.check} failed ({outcome.cause or 'failed'})", f"  {outcome.check}: {outcome.message}"]
     if judged.outside:
         lines.append(f"    {judged.outside}")
     if outcome.tolerance is not None:
         lines.append(f"    tolerance {outcome.tolerance.name!r}: {outcome.tolerance.reason}")
     lines += [f"  case: {case_json}", f"  store: {store}", f"Rerun: {repro}"]
+    if script:
+        lines.append(f"Repro script: {script}")
     return "\n".join(lines)
 
 

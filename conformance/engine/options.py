@@ -19,24 +19,6 @@ TARGETS_ENV = "CONFORMANCE_TARGETS"
 VIRTUAL_ENV = "CONFORMANCE_VIRTUAL_DEVICES"
 
 
-def load_replay(value: str | None):
-    """The --replay case (a recipes.Case) or None."""
-    from conformance.spec.recipes import Case, RecipeError
-
-    if value is None:
-        return None
-    text = value
-    if not value.lstrip().startswith("{"):
-        path = Path(value)
-        if not path.is_file():
-            raise pytest.UsageError(f"--replay: {value!r} is neither a JSON case nor an existing .json file")
-        text = path.read_text(encoding="utf-8")
-    try:
-        return Case.from_json(text)
-    except RecipeError as exc:
-        raise pytest.UsageError(f"--replay: {exc}") from None
-
-
 MAX_CASE_TIMEOUT_S = 1e6  # 11.6 days: the interval timer takes no more (inf or 1e300 overflowed it on every case)
 
 
@@ -276,6 +258,13 @@ OPTIONS: tuple[Option, ...] = (
         help="sweep every transform class of these modules with the reference-free checks (cases/test_sweep.py): "
         "comma-separated module names; 'default' (the default) is kornia.augmentation,torchvision.transforms.v2; "
         "'none' sweeps nothing",
+    ),
+    _option(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="run part K of N (1-based) of the collected items, split by variant group the same way on every "
+        "machine, for a CI matrix; `python -m conformance merge` joins the parts' run folders (docs/ci.md)",
     ),
     _option(
         "--known-issues",

@@ -39,6 +39,7 @@ from conformance.spec.recipes import Case
 from conformance.store import compile_stats
 from conformance.store.outputs import OutputRecorder
 from conformance.store.records import RecordWriter
+from conformance.store.repro_command import repro_line
 
 __all__ = ["CaseNotRunnable", "ConformanceFailure", "ConformanceRun"]
 
@@ -52,6 +53,7 @@ class ConformanceRun:
     def __init__(self, cfg: RunConfig, environment: Callable[[], dict[str, Any]]) -> None:
         self.cfg = cfg
         self._environment = environment
+        COMPILE_STATS.clear()  # this run's counts only (an earlier session in this process, pytester's, kept its own)
         self.targets = {t.name: t for t in cfg.targets}
         self.run_dir, self.worker, self.replay = cfg.run_dir, cfg.worker, cfg.replay
         self.sources: CaseSources
@@ -255,7 +257,15 @@ class ConformanceRun:
         if judged.unexpected:
             state.failure_seen = True
             raise failure_class(state.check, outcome.cause or "failed")(
-                failure_message(state.where, outcome, judged, case.to_json(), str(self.run_dir), repro or "")
+                failure_message(
+                    state.where,
+                    outcome,
+                    judged,
+                    case.to_json(),
+                    str(self.run_dir),
+                    repro or "",
+                    repro_line(state.nodeid, state.check, self.run_dir),
+                )
             )
         state.settled.add(case.key)
 
@@ -273,7 +283,7 @@ class ConformanceRun:
     @staticmethod
     def repro_command(nodeid: str, case: Case, target: Target | None = None) -> str:
         """The rerun line; it names a compiled target, which the default selection leaves out."""
-        line = f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case.to_json())}"
+        line = f"python -m conformance run {shlex.quote(nodeid)} --replay {shlex.quote(case.to_json())}"
         return line + (f" --targets {shlex.quote(target.name)}" if target is not None and target.compiled else "")
 
 

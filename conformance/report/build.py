@@ -22,6 +22,7 @@ from conformance.report.history import previous_run, slowdowns
 from conformance.store import examples
 from conformance.store.aggregate import Summarizer
 from conformance.store.reader import RunRecords, was_complete
+from conformance.store.repro_command import repro_line
 from conformance.store.tally import VERDICT_ORDER
 from conformance.store.timings import TimingsError, read
 from conformance.store.writer import write_atomically
@@ -109,6 +110,7 @@ def case_details(chosen: list[dict[str, Any]], cell_of: dict[tuple, str], run_di
             "tolerance": f"tolerance {tolerance.get('name')} ({bounds}" if tolerance else "",
             "case": record.get("case"),  # the page prints it
             "repro": record.get("repro") or "",
+            "script": repro_line(record["nodeid"], record["check"], run_dir) if record.get("artifact") else "",
             "traceback": (record.get("traceback") or "")[-4000:],
         }
         wanted = record["verdict"] != "known_issue" or issue not in issues_shown
@@ -200,6 +202,8 @@ def build_report(run_dir: Path, *, title: str | None = None) -> Path:
             tone=data["tone"],
             new=data["new"],
             findings=data["findings"],
+            uncalibrated=data["uncalibrated"],
+            uncalibrated_note=markdown.UNCALIBRATED_NOTE,
             data_json=script_json(data),
             dashboard_css=_asset("dashboard.css"),
             dashboard_js=_asset("dashboard.js"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from conformance.spec.tolerances import is_uncalibrated
 from conformance.store.tally import VERDICT_ORDER
 
 NEW_VERDICTS = ("fail", "error", "interrupted", "resource")  # a cell in one of these is a new failure
@@ -47,6 +48,8 @@ def _check_row(group: dict[str, Any]) -> dict[str, Any]:
     }
     if worst.get("max_abs") is not None:
         row["worst"] = {"max_abs": _short(worst.get("max_abs")), "atol": worst.get("atol")}
+        if is_uncalibrated(worst.get("tolerance")):
+            row["worst"]["uncalibrated"] = True
     if group.get("warnings"):
         row["warning"] = next(iter(group["warnings"]))
     if (group.get("diverges") or {}).get("cpu"):
@@ -182,6 +185,15 @@ def _since(summary: dict[str, Any], previous: dict[str, Any]) -> list[dict[str, 
     return [{"kind": "known issue", "text": text, "cell": None} for text in changes]
 
 
+def uncalibrated(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ops judged by a default tolerance (their spec gives no rule with a measured reason), with the dtypes."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for group in summary.get("groups", []):
+        if is_uncalibrated((group.get("worst") or {}).get("tolerance")):
+            found[str(group["op"])].add(str(group["dtype"]))
+    return [{"op": op, "dtypes": sorted(dtypes)} for op, dtypes in sorted(found.items())]
+
+
 def headline(summary: dict[str, Any], new: list[dict[str, Any]], issues: list[dict[str, Any]]) -> str:
     """The first screen's one line."""
     totals = summary.get("totals", {})
@@ -215,6 +227,7 @@ def page_data(
         "tone": tone,
         "new": new,
         "findings": issues,
+        "uncalibrated": uncalibrated(summary),
         "matrix": model,
         "compared_with": previous["name"] if previous else None,
     }

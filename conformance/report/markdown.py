@@ -9,6 +9,10 @@ from typing import Any
 
 MAX_NEW = 25
 MAX_FINDINGS = 10
+UNCALIBRATED_NOTE = (
+    "Judged by the default tolerance of their dtype, which no one measured for the op: replace it with a rule and "
+    "its measured reason (docs/adding-an-op.md)."
+)
 _MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~"})  # line-start marks never start a line here
 
 
@@ -33,9 +37,26 @@ def summary_markdown(title: str, data: dict[str, Any], summary: dict[str, Any]) 
         if len(reproduced) > MAX_FINDINGS:
             lines.append(f"| … {len(reproduced) - MAX_FINDINGS} more | | |")
         lines.append("")
+    if data.get("uncalibrated"):
+        lines += ["### Uncalibrated tolerances", "", UNCALIBRATED_NOTE, ""]
+        lines += [f"- {escape(u['op'])}: {escape(', '.join(u['dtypes']))}" for u in data["uncalibrated"]]
+        lines.append("")
+    lines += _repro_scripts(data.get("details") or [])
     totals = ", ".join(f"{count:,} {escape(verdict.replace('_', ' '))}" for verdict, count in summary["totals"].items())
     lines += [f"Outcomes: {totals}.", "", "The full report is index.html in the run folder.", ""]
     return "\n".join(lines)
+
+
+def _repro_scripts(details: list[dict[str, Any]]) -> list[str]:
+    """The command that writes a script reproducing each failure without the harness (an upstream bug report's)."""
+    commands = [d["script"] for d in details if d.get("script") and d.get("verdict") in ("fail", "error")]
+    if not commands:
+        return []
+    lines = ["### Reproduce without the harness", "", "Each writes a script needing torch and the library alone:", ""]
+    lines += [f"- {escape(command)}" for command in commands[:MAX_NEW]]  # escaped, it renders as the command
+    if len(commands) > MAX_NEW:
+        lines.append(f"- … and {len(commands) - MAX_NEW} more in the report")
+    return [*lines, ""]
 
 
 def append_to_step_summary(text: str) -> Path | None:

@@ -4,6 +4,11 @@ into one run folder whose matrix has a column per machine and target.
 Journal records are streamed from each run into the merged folder; each run's examples table is
 copied as one Parquet file with its machine label.  The same run given twice (or a copy of it) is
 refused: every example would count twice.
+
+The shards of one run (--shard K/N, conformance.engine.shards) are one column, whichever machines ran them:
+runs recording a shard of the same N, cut from the same plan, under the same hypothesis profile and library
+versions, are parts of one run.  Their parts must be distinct and hold no item twice; a missing part is an
+error unless `allow_missing`, and then the merged summary is marked incomplete and names the missing shards.
 """
 
 from __future__ import annotations
@@ -12,14 +17,17 @@ import hashlib
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
+from conformance.engine.shards import ShardRecord, ShardRecordError, read_record
 from conformance.report.build import build_report
 from conformance.store import examples
 from conformance.store.aggregate import write_summary
-from conformance.store.reader import RunRecords, was_complete
+from conformance.store.reader import RunRecords, load_environment, was_complete
 from conformance.store.writer import json_safe, safe_name
 
 
@@ -36,14 +44,73 @@ def _machine(run_dir: Path) -> str:
     return run_dir.name
 
 
-def _labels(run_dirs: list[Path], labels: list[str] | None) -> list[str]:
+@dataclass(frozen=True)
+class Column:
+    """One column of the merged matrix: a run, or the shards of one run (`parts` in shard order)."""
+
+    label: str
+    parts: tuple[Path, ...]
+    shards: tuple[ShardRecord, ...] = ()  # one per part; empty: not sharded
+    missing: tuple[int, ...] = ()  # the shards of N that no part holds (only with allow_missing)
+
+    def tag(self, part: int) -> str:
+        """The name of a part's files in the merged folder (a column's parts must not overwrite each other)."""
+        return safe_name(self.label, 60) + (f"-shard{self.shards[part].index}" if self.shards else "")
+
+
+def _identity(run_dir: Path, record: ShardRecord) -> tuple[Any, ...]:
+    """What the parts of one sharded run share: the split (N and its plan), the profile and the libraries."""
+    env = load_environment(run_dir) or {}
+    return record.count, record.plan, env.get("hypothesis_profile"), json.dumps(env.get("packages"), sort_keys=True)
+
+
+def columns(run_dirs: list[Path], labels: list[str] | None, allow_missing: bool = False) -> list[Column]:
+    """The merged matrix's columns, in the order their first run was given."""
     if labels is not None and len(labels) != len(run_dirs):
         raise MergeError(f"{len(labels)} --label value(s) for {len(run_dirs)} run folder(s)")
-    chosen = list(labels) if labels else [_machine(d) for d in run_dirs]
-    for i, label in enumerate(chosen):  # two runs from one machine: tell them apart by folder
-        if chosen.count(label) > 1:
-            chosen[i] = f"{label} ({run_dirs[i].name})"
-    return chosen
+    given = list(labels) if labels else [_machine(d) for d in run_dirs]
+    found: dict[Any, list[tuple[Path, str, ShardRecord | None]]] = {}
+    for n, run_dir in enumerate(run_dirs):
+        try:
+            record = read_record(run_dir)
+        except ShardRecordError as exc:
+            raise MergeError(str(exc)) from None
+        key = ("run", n) if record is None else ("shards", *_identity(run_dir, record))
+        found.setdefault(key, []).append((run_dir, given[n], record))
+    made = [_column(parts, allow_missing, labelled=labels is not None) for parts in found.values()]
+    names = [c.label for c in made]
+    for i, column in enumerate(made):  # two columns from one machine: tell them apart by folder
+        if names.count(column.label) > 1:
+            made[i] = Column(f"{column.label} ({column.parts[0].name})", column.parts, column.shards, column.missing)
+    return made
+
+
+def _column(parts: list[tuple[Path, str, ShardRecord | None]], allow_missing: bool, labelled: bool) -> Column:
+    """A run's column, or a sharded run's (labelled as its first folder was, else by the machines that ran it)."""
+    run_dir, label, record = parts[0]
+    if record is None:
+        return Column(label, (run_dir,))
+    by_index: dict[int, tuple[Path, str, ShardRecord]] = {}
+    for run, given, part in parts:
+        assert part is not None  # a column's parts share one shard identity
+        if part.index in by_index:
+            raise MergeError(
+                f"{by_index[part.index][0]} and {run} are both shard {part.index}/{part.count} of one run: "
+                "its items would count twice"
+            )
+        by_index[part.index] = (run, given, part)
+    missing = tuple(sorted(set(range(1, record.count + 1)) - set(by_index)))
+    if missing and not allow_missing:
+        raise MergeError(
+            f"shard(s) {', '.join(f'{k}/{record.count}' for k in missing)} of the run sharded in "
+            f"{', '.join(str(p[0]) for p in parts)} missing: give every shard's run folder, or "
+            "--allow-missing-shards to merge the parts there are (the summary then says which are missing)"
+        )
+    ordered = [by_index[k] for k in sorted(by_index)]
+    machines = sorted({_machine(p[0]) for p in ordered})
+    if not labelled:
+        label = machines[0] if len(machines) == 1 else "shards: " + ", ".join(machines)
+    return Column(label, tuple(p[0] for p in ordered), tuple(p[2] for p in ordered), missing)
 
 
 def _digest(path: Path) -> str:
@@ -87,21 +154,23 @@ def check_duplicates(run_dirs: list[Path]) -> None:
         prints.append((run_dir, files, environment))
 
 
-def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None) -> Path:
+def merge_runs(
+    run_dirs: list[Path], out: Path, labels: list[str] | None = None, allow_missing_shards: bool = False
+) -> Path:
     """Write the merged run to `out` (summary.json, outcomes, artifacts, index.html).  It is written in a
-    folder beside `out` and renamed to it when whole: a merge refused halfway (a damaged file in the third run)
-    leaves nothing behind, so the same command works once the input is mended."""
+    folder beside `out` and renamed to it when whole: a merge refused halfway (a damaged file in the third run,
+    shards holding one item twice) leaves nothing behind, so the same command works once the input is mended."""
     for run_dir in run_dirs:
         if not (run_dir / "outcomes").is_dir():
             raise MergeError(f"{run_dir} has no outcomes/ folder (not a run folder)")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise MergeError(f"{out} exists and is not empty; choose a new folder")
     check_duplicates(run_dirs)
-    names = _labels(run_dirs, labels)
+    made = columns(run_dirs, labels, allow_missing_shards)
     stage = out.with_name(f".{out.name}.merging-{os.getpid()}")
     shutil.rmtree(stage, ignore_errors=True)
     try:
-        _merge_into(stage, run_dirs, names)
+        _merge_into(stage, made)
         if out.exists():
             out.rmdir()  # empty (checked above)
         stage.rename(out)
@@ -110,42 +179,84 @@ def merge_runs(run_dirs: list[Path], out: Path, labels: list[str] | None = None)
     return out / "index.html"
 
 
-def _merge_into(out: Path, run_dirs: list[Path], names: list[str]) -> None:
-    complete, torn_total = True, 0
-    for run_dir, label in zip(run_dirs, names, strict=False):
-        tag = safe_name(label, 60)
-        records = RunRecords(run_dir)
-        complete = complete and was_complete(run_dir)
-        (out / "outcomes").mkdir(parents=True, exist_ok=True)
-        with open(out / "outcomes" / f"{tag}.jsonl", "w", encoding="utf-8") as stream:
-            for record in records:
-                record["machine"] = label
-                if record.get("artifact"):
-                    record["artifact"] = _copy_artifact(run_dir, record["artifact"], out, tag)
-                stream.write(json.dumps(json_safe(record), separators=(",", ":")) + "\n")
-        table, torn = examples.read_table(run_dir)
-        torn_total += records.torn + torn
-        table = table.set_column(
-            table.schema.get_field_index("detail"),
-            "detail",
-            pa.array(
-                [_relocated(detail, run_dir, out, tag) for detail in table.column("detail").to_pylist()], pa.string()
-            ),
+def _merge_into(out: Path, made: list[Column]) -> None:
+    complete, torn_total = not any(c.missing for c in made), 0
+    for column in made:
+        owners: dict[str, int] = {}  # nodeid -> the part holding it: shards of one run never share an item
+        for part, run_dir in enumerate(column.parts):
+            complete = complete and was_complete(run_dir)
+            torn_total += _merge_part(out, column, part, owners)
+        env = load_environment(column.parts[0]) or {}
+        env = env | {"machine_label": column.label} | ({"shards": _shards(column)} if column.shards else {})
+        (out / "environment").mkdir(exist_ok=True)
+        (out / "environment" / f"{safe_name(column.label, 60)}.json").write_text(
+            json.dumps(env, indent=1), encoding="utf-8"
         )
-        table = table.set_column(
-            table.schema.get_field_index("machine"), "machine", pa.array([label] * table.num_rows, pa.string())
-        )
-        (out / examples.FOLDER).mkdir(exist_ok=True)
-        examples.write_parquet(table, out / examples.FOLDER / f"{tag}.parquet")
-        for path in sorted((run_dir / "environment").glob("*.json"))[:1]:
-            env = json.loads(path.read_text(encoding="utf-8")) | {"machine_label": label}
-            (out / "environment").mkdir(exist_ok=True)
-            (out / "environment" / f"{tag}.json").write_text(json.dumps(env, indent=1), encoding="utf-8")
     summary = write_summary(out, complete=complete)  # streamed from the merged files
-    summary["machines"] = names
+    summary["machines"] = [c.label for c in made]
     summary["torn_lines"] = torn_total  # lines torn in the inputs (the merged files have none)
+    if any(c.shards for c in made):
+        summary["shards"] = {c.label: _shards(c) for c in made if c.shards}
     (out / "summary.json").write_text(json.dumps(json_safe(summary), separators=(",", ":")), encoding="utf-8")
-    build_report(out, title="merged: " + ", ".join(names))
+    build_report(out, title="merged: " + ", ".join(c.label for c in made))
+
+
+def _shards(column: Column) -> dict[str, Any]:
+    """What the merged run says about a sharded column: N, the parts merged and missing, where each ran."""
+    parts = []
+    for run_dir, record in zip(column.parts, column.shards, strict=True):
+        env = load_environment(run_dir) or {}
+        parts.append(
+            {
+                "shard": record.index,
+                "items": record.items,
+                "machine": env.get("machine"),
+                "cpu_capability": env.get("cpu_capability"),
+                "folder": run_dir.name,
+            }
+        )
+    count = column.shards[0].count
+    return {
+        "count": count,
+        "plan": column.shards[0].plan,
+        "of_items": column.shards[0].of_items,
+        "parts": parts,
+        "missing": list(column.missing),
+    }
+
+
+def _merge_part(out: Path, column: Column, part: int, owners: dict[str, int]) -> int:
+    """Stream one run (or shard) into the merged folder; returns the lines torn in it."""
+    run_dir, label, tag = column.parts[part], column.label, column.tag(part)
+    records = RunRecords(run_dir)
+    (out / "outcomes").mkdir(parents=True, exist_ok=True)
+    with open(out / "outcomes" / f"{tag}.jsonl", "w", encoding="utf-8") as stream:
+        for record in records:
+            record["machine"] = label
+            if column.shards:  # each shard's processes are processes of their own in the merged run
+                record["worker"] = f"{record.get('worker', '')}@shard{column.shards[part].index}"
+                nodeid = str(record.get("nodeid") or "")  # its module's path differs where the suite is installed
+                item = Path(nodeid.split("::")[0]).name + "::" + nodeid.partition("::")[2] if nodeid else None
+                if item is not None and owners.setdefault(item, part) != part:
+                    raise MergeError(
+                        f"{nodeid} is in both {column.parts[owners[item]]} and {run_dir}: "
+                        "these shards were not cut from one collection"
+                    )
+            if record.get("artifact"):
+                record["artifact"] = _copy_artifact(run_dir, record["artifact"], out, tag)
+            stream.write(json.dumps(json_safe(record), separators=(",", ":")) + "\n")
+    table, torn = examples.read_table(run_dir)
+    table = table.set_column(
+        table.schema.get_field_index("detail"),
+        "detail",
+        pa.array([_relocated(detail, run_dir, out, tag) for detail in table.column("detail").to_pylist()], pa.string()),
+    )
+    table = table.set_column(
+        table.schema.get_field_index("machine"), "machine", pa.array([label] * table.num_rows, pa.string())
+    )
+    (out / examples.FOLDER).mkdir(exist_ok=True)
+    examples.write_parquet(table, out / examples.FOLDER / f"{tag}.parquet")
+    return records.torn + torn
 
 
 def _relocated(detail: str | None, run_dir: Path, out: Path, tag: str) -> str | None:
@@ -166,3 +277,22 @@ def _copy_artifact(run_dir: Path, relative: str, out: Path, tag: str) -> str | N
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     return f"artifacts/{tag}/{source.name}"
+
+
+def shard_notes(out: Path) -> list[str]:
+    """Lines for the terminal about a merged run's sharded columns: missing shards, parts on unlike machines."""
+    shards = json.loads((out / "summary.json").read_text(encoding="utf-8")).get("shards") or {}
+    notes = []
+    for label, found in shards.items():
+        count, parts = found["count"], found["parts"]
+        notes.append(f"{label}: {len(parts)} of {count} shards merged into one column")
+        if found["missing"]:
+            missing = ", ".join(f"{k}/{count}" for k in found["missing"])
+            notes.append(f"warning: {label}: shard(s) {missing} missing; the merged summary is marked incomplete")
+        capabilities = sorted({str(p.get("cpu_capability")) for p in parts})
+        if len(capabilities) > 1:
+            notes.append(
+                f"warning: {label}: its shards ran on cpu capabilities {', '.join(capabilities)}: the column's cpu "
+                "results mix them (pin one runner type for a comparable column)"
+            )
+    return notes

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from conformance.report.dashboard import uncalibrated
+from conformance.spec.tolerances import is_uncalibrated
 from conformance.store.tally import VERDICT_ORDER
 
 SYMBOLS = {
@@ -60,6 +62,7 @@ def _variant_rows(summary: dict[str, Any]) -> list[tuple[str, ...]]:
         if worst_row is not None and worst_row["worst"]:
             w = worst_row["worst"]
             detail = f"{worst_row['check']}: {_fmt_number(w['max_abs'])} / {_fmt_number(w['atol'])}"
+            detail += " (uncalibrated)" if is_uncalibrated(w.get("tolerance")) else ""
         known = sorted({k for r in rows for k in r["known_issues"]})
         if known:
             detail += f"  [{', '.join(known)}]"
@@ -232,6 +235,13 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
             f"notes: {_plural(len(entries), 'strict known issue')} did not reproduce in {len(notes)} cells, "
             f"with too few cases in scope to call them fixed ({', '.join(entries[:5])}"
             f"{', ...' if len(entries) > 5 else ''}): summary.json notes"
+        )
+    defaults = uncalibrated(summary)
+    if defaults:
+        named = "; ".join(f"{u['op']} ({', '.join(u['dtypes'])})" for u in defaults[:5])
+        lines.append(
+            f"uncalibrated tolerances, the dtype defaults (docs/adding-an-op.md): {named}"
+            + (f"; ... ({len(defaults) - 5} more in summary.md)" if len(defaults) > 5 else "")
         )
     broken = format_modules(summary, broken_only=True)
     if broken:

@@ -79,7 +79,12 @@ def write_section(
     summary = json.loads(summary_path.read_text())
     write = terminalreporter.write_line
     terminalreporter.section("conformance summary")
-    selected = bool(config.option.keyword or config.option.markexpr or any("::" in a for a in config.args))
+    selected = bool(  # a part of the suite: a known issue for an item outside it is not unused
+        config.option.keyword
+        or config.option.markexpr
+        or getattr(config.option, "shard", None)
+        or any("::" in a for a in config.args)
+    )
     for line in format_section(summary, selected=selected):
         write(line)
     if narrowed:

@@ -28,7 +28,7 @@ from conformance.spec.gradients import Gradient
 from conformance.spec.item_ids import ItemId, item_params_id, parse_item_id, variant_key  # noqa: F401 - re-exported
 from conformance.spec.recipes import Case, Recipe
 from conformance.spec.strategies import image_recipes
-from conformance.spec.tolerances import Rule, Tolerance, pick_tolerance
+from conformance.spec.tolerances import UNCALIBRATED, Rule, Tolerance, pick_tolerance
 
 Reference = Callable[..., np.ndarray]  # (float64 input, case) or, for a random module, (input, case, sampled)
 ParamStrategy = Callable[[Recipe, str], st.SearchStrategy[dict[str, Any]]]
@@ -37,6 +37,11 @@ SOURCES: dict[str, str] = {}  # op name -> the case module that defined its test
 
 def _default_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
     return image_recipes(dtype=dtype)
+
+
+def no_params(recipe: Recipe, mode: str) -> st.SearchStrategy[dict[str, Any]]:
+    """The params of an op that takes none but the image."""
+    return st.just({})
 
 
 @st.composite
@@ -52,47 +57,44 @@ class OpSpec:
     name:        op id used in test names, records and known issues.
     call:        runs the implementation under test: (input tensor, params) -> output.
     module:      instead of `call`, for nn.Module ops (placement of the module's tensors is checked).
-    reference:   independent float64 host implementation: (float64 input, case) -> ideal output.
-                 For uint8 outputs the harness rounds and saturates it (the documented meaning).
-                 None for a transform swept without one (conformance.spec.sweep): only the reference-free
-                 checks apply (error, placement, invariants, cross_device, the module checks).
-    dtypes/modes: the parametrized axes; a mode names a parameter regime (e.g. "bicubic-antialias").
-    params:      hypothesis strategy of op parameters for a recipe and mode.
-    tolerances:  ordered `Rule`s; the first match for (check, dtype, mode, target) applies.
+    reference:   independent float64 host implementation: (float64 input, case) -> ideal output. For uint8 outputs
+                 the harness rounds and saturates it (the documented meaning). None for a transform swept without one
+                 (conformance.spec.sweep): only the reference-free checks apply.
+    dtypes/modes: the parametrized axes; a mode names a parameter regime (e.g. "bicubic-antialias"); one mode,
+                 "default", when none is given.
+    params:      hypothesis strategy of op parameters for a recipe and mode (default: none).
+    tolerances:  ordered `Rule`s; the first match for (check, dtype, mode, target) applies.  None given: defaults per
+                 dtype, marked "uncalibrated" in the report; rules given must cover every variant (or end with them).
     recipes:     strategy of input recipes for a dtype (default: `image_recipes`).
     variants:    explicit (dtype, mode) pairs when not every combination makes sense.
     features:    extra named facts about a case (e.g. output size) for known-issue scoping.
-    host_transfers: why the op copies image data between host and device by design (e.g. to a
-                 PIL image); when empty, such a copy inside the call fails the placement check.
-    needs_real_device: why the op cannot run on a virtual device (e.g. an nvjpeg-only kernel);
-                 its virtual-target items are skipped as "not emulatable".
-    mode_recipes: (dtype, mode) -> recipes, instead of `recipes`, when a mode fixes part of the
-                 input (e.g. PIL mode "LA" needs 2 channels).
+    host_transfers: why the op copies image data between host and device by design (e.g. to a PIL image); when
+                 empty, such a copy inside the call fails the placement check.
+    needs_real_device: why the op cannot run on a virtual device (e.g. an nvjpeg-only kernel): its virtual-target
+                 items are skipped as "not emulatable".
+    mode_recipes: (dtype, mode) -> recipes, instead of `recipes`, when a mode fixes part of the input (PIL's "LA").
     error_modes: mode -> ExpectedError: in these modes the inputs are invalid on purpose; the op must
                  raise the named class (and match), on every target the class the cpu raises.
     accepted_modes: mode -> Accepted: modes whose inputs are outside the operation's domain but which this library
                  documents accepting: they are checked as valid inputs (the reference with `meaning`'s params).
     output_dtype: case -> dtype name of the output, when it differs from the input's.
     read_output: turns a non-tensor output (e.g. a PIL image) into a (..., C, H, W) tensor.
-    host_output: why the output lives on the host whatever the target (e.g. a PIL image);
-                 then the output is expected on the cpu and image-sized copies are allowed.
+    host_output: why the output lives on the host whatever the target (a PIL image): on the cpu, copies allowed.
     fidelity:    for lossy ops, (margin in dB, reason): the output's PSNR against the input may be at
                  most this much below the reference's, both capped at 40 dB (a "fidelity" check).
     pil_input:   why the function takes a PIL image where it takes a tensor (the library's words): one image of each
                  uint8 case is then also handed over as a PIL image on the cpu (the `pil` check).
     keeps_memory_format: False when the library does not promise to keep channels-last/contiguous
                  layouts (kornia returns contiguous outputs); the invariants check then skips it.
-    requires:    package -> version specifier (e.g. {"kornia": ">=0.7.2"}); items are skipped,
-                 naming the installed version, when it does not match.
-    needs:       dotted names the op uses (e.g. "kornia.augmentation.RandomJPEG"); items are
-                 skipped, naming the installed version, when one is missing.
-    precondition: () -> why the op cannot run here, or None; asked once, for what `requires` and
-                 `needs` cannot see (e.g. a library's compiled extension that does not load with this
-                 torch); items are skipped with the reason.
-    timing:      (recipe, mode) -> fixed parameters for timing the op on an input like the recipe (a
-                 data-loading size: see conformance.engine.timing), or None where the mode does not apply;
-                 ops without it are not timed; `timing_batched=False` for ops that take one
-                 (C, H, W) image (the batch-1 shapes are timed without the batch dimension).
+    requires:    package -> version specifier (e.g. {"kornia": ">=0.7.2"}); items are skipped, naming the installed
+                 version, when it does not match.
+    needs:       dotted names the op uses (e.g. "kornia.augmentation.RandomJPEG"); items are skipped, naming the
+                 installed version, when one is missing.
+    precondition: () -> why the op cannot run here, or None; asked once, for what `requires` and `needs` cannot see
+                 (e.g. a compiled extension that does not load with this torch); items are skipped with the reason.
+    timing:      (recipe, mode) -> fixed parameters for timing the op on an input like the recipe (a data-loading
+                 size: see conformance.engine.timing), or None where the mode does not apply; ops without it are not
+                 timed; `timing_batched=False` for ops that take one (C, H, W) image (batch-1 shapes lose the batch).
     narrowed:    why the drawn inputs are narrower than usual for the imported library version
                  (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
     host_only:   why the op runs on the host only (Pillow, OpenCV): items on the `cpu` target only.
@@ -107,8 +109,7 @@ class OpSpec:
     gradient:    the op's promise that its output is differentiable in its input (conformance.spec.gradients):
                  its backward pass is then checked on every target (`gradient`, `gradient_device` items).
     counterpart: the operation's other form in the same library (conformance.spec.forms): the module class of a
-                 function, or the function of a module, called with the same params (the `module` and `history`
-                 checks).
+                 function, or the function of a module, called with the same params (`module`, `history` checks).
     member:      set by `conformance.spec.operations.Operation` for one library's implementation of an
                  operation (shared cases, documented defaults, the cross-library measurement).
     """
@@ -118,9 +119,9 @@ class OpSpec:
     module: ModuleOp | None = None
     reference: Reference | None
     dtypes: Sequence[str]
-    modes: Sequence[str]
-    params: ParamStrategy
-    tolerances: Sequence[Rule]
+    modes: Sequence[str] = ("default",)
+    params: ParamStrategy = no_params
+    tolerances: Sequence[Rule] = UNCALIBRATED
     recipes: Callable[[str], st.SearchStrategy[Recipe]] = _default_recipes
     description: str = ""
     variants: Sequence[tuple[str, str]] = field(default=())
@@ -233,6 +234,26 @@ class OpSpec:
                     f"op {self.name!r}, accepted mode {mode!r}: give an Accepted quoting the documentation, for a "
                     f"mode that is not also an error mode"
                 )
+        if not self.tolerances:
+            object.__setattr__(self, "tolerances", UNCALIBRATED)
+        needed = ((c, d, m) for d, m in self.variant_pairs() for c in self.tolerance_checks(d, m))
+        if (gap := next((n for n in needed if not any(rule.covers(*n) for rule in self.tolerances)), None)) is not None:
+            raise ValueError(
+                f"op {self.name!r}: no tolerance rule covers dtype {gap[1]!r} (check {gap[0]!r}, mode {gap[2]!r}, "
+                "every target): add a Rule with its measured reason, or end them with *UNCALIBRATED (`from conformance "
+                "import UNCALIBRATED`: defaults for the rest, marked uncalibrated in the report)"
+            )
+
+    def tolerance_checks(self, dtype: str, mode: str) -> tuple[str, ...]:
+        """The checks that read the spec's rules in a variant (what its rules must cover; gradients have their own)."""
+        if mode in self.error_modes:
+            return ()
+        return (
+            *(("reference",) if self.reference_in(mode) is not None else ()),
+            "cross_device",  # also what compiled targets and baselines are held to
+            *(("pil",) if self.pil_input and dtype == "uint8" else ()),  # the pil check takes uint8 images
+            *(("batch",) if self.batch_consistent else ()),
+        )
 
     def other_form(self) -> OpSpec | None:
         """This op as its counterpart (the same spec calling the other form), or None."""

@@ -37,7 +37,6 @@ from conformance.spec.strategies import image_recipes
 from conformance.spec.sweep_functions import FUNCTIONS, Function
 from conformance.spec.sweep_references import REFERENCES
 from conformance.spec.sweep_tables import (
-    ARGUMENTS,
     BATCH_OF_ONE,
     CHANNELS,
     CONTAINERS,
@@ -45,6 +44,9 @@ from conformance.spec.sweep_tables import (
     NAMED_BY_MODULE,
     SKIPS,
     UNBATCHED,
+    SweepModuleError,
+    arguments,
+    own_arguments,
 )
 from conformance.spec.tolerances import Rule, Tolerance
 
@@ -127,10 +129,6 @@ def _never_ask() -> None:
         lazy.installation_mode = "RAISE"
 
 
-class SweepModuleError(ValueError):
-    """A module named for the sweep (or a default one) that does not import: a usage error, said in one line."""
-
-
 def _import(module_name: str) -> Any:
     """The module, imported as kornia must be in a worker (never asking on stdin), or SweepModuleError."""
     _never_ask()
@@ -147,9 +145,11 @@ def _import(module_name: str) -> Any:
 
 
 def check_importable(module_names: list[str]) -> None:
-    """Raise SweepModuleError for the first module that does not import, before collection needs it."""
+    """Raise SweepModuleError for the first module that does not import (or names a class it lacks in its own
+    arguments), before collection needs it."""
     for name in module_names:
         _import(name)
+        own_arguments(name)
 
 
 @cache
@@ -191,7 +191,7 @@ def _accepts_p(found: Discovered) -> bool:
 
 
 def _build(found: Discovered) -> Callable[[dict[str, Any]], torch.nn.Module]:
-    fixed = ARGUMENTS.get(found.qualified, {})
+    fixed = arguments(found.module, found.name)
     container = CONTAINERS.get(found.qualified)
     cls = found.cls
     assert cls is not None
@@ -209,7 +209,7 @@ def _counterpart(found: Discovered) -> Counterpart | None:
     function: Function | None = FUNCTIONS.get(found.qualified)
     if function is None:
         return None
-    fixed = dict(ARGUMENTS.get(found.qualified, {}))
+    fixed = dict(arguments(found.module, found.name))
     named = getattr(function, "__qualname__", "")
     return Counterpart(
         name=named if "." in named and "<" not in named else f"the function of {found.qualified}",

@@ -1,10 +1,11 @@
 """What the device sweep builds each transform class with, and why it leaves a class out.
 
-Tables, not code: a class missing here is built with its documented defaults; a container is built with a
-few members of its own library (an intensity, a geometric and a flip augmentation), so the code that runs
-members, draws their parameters and moves them along runs too.  kornia's modules beside kornia.augmentation
-have their tables in sweep_kornia_tables.py; the function form of each deterministic class (for the `module`
-check) is in sweep_functions.py.
+Tables, not code: a class missing here is built with the arguments its own module gives in
+`CONFORMANCE_SWEEP_ARGUMENTS` (a user's module: the package cannot know its classes), else with its documented
+defaults; a container is built with a few members of its own library (an intensity, a geometric and a flip
+augmentation), so the code that runs members, draws their parameters and moves them along runs too.  kornia's
+modules beside kornia.augmentation have their tables in sweep_kornia_tables.py; the function form of each
+deterministic class (for the `module` check) is in sweep_functions.py.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 from typing import Any
 
 import torch
@@ -28,8 +30,12 @@ __all__ = [
     "DEVICE_RANDOM",
     "FUNCTIONS",
     "NAMED_BY_MODULE",
+    "OWN_ARGUMENTS",
     "SKIPS",
     "UNBATCHED",
+    "SweepModuleError",
+    "arguments",
+    "own_arguments",
 ]
 
 
@@ -99,6 +105,33 @@ _ARGUMENTS: dict[str, dict[str, Any]] = {
     "torchvision.transforms.v2.RandomResize": {"min_size": 8, "max_size": 16},
 }
 ARGUMENTS = Arguments(_ARGUMENTS, kornia_tables.ARGUMENTS)
+OWN_ARGUMENTS = "CONFORMANCE_SWEEP_ARGUMENTS"  # a swept module's {class name: arguments} for its own classes
+
+
+class SweepModuleError(ValueError):
+    """A module named for the sweep (or a default one) that does not import, or whose own arguments name no class
+    of it: a usage error, said in one line."""
+
+
+@cache
+def own_arguments(module_name: str) -> Arguments:
+    """The arguments a swept module gives for its classes (`CONFORMANCE_SWEEP_ARGUMENTS = {"Blur": {"sigma": 1.0}}`;
+    a value may be a function that makes them), checked against its classes so that a misspelt name is said."""
+    module = importlib.import_module(module_name)
+    table = getattr(module, OWN_ARGUMENTS, {})
+    if not isinstance(table, Mapping):
+        raise SweepModuleError(f"--sweep: {module_name}.{OWN_ARGUMENTS} must map class names to arguments")
+    unknown = sorted(str(name) for name in table if not inspect.isclass(getattr(module, str(name), None)))
+    if unknown:
+        raise SweepModuleError(f"--sweep: {module_name}.{OWN_ARGUMENTS} names {unknown}: not classes of the module")
+    return Arguments(table)
+
+
+def arguments(module_name: str, name: str) -> dict[str, Any]:
+    """What the sweep builds a class with: its own module's entry, else the package's table, else nothing."""
+    own = own_arguments(module_name)
+    return own[name] if name in own else ARGUMENTS.get(f"{module_name}.{name}", {})
+
 
 # Why a class is not swept, by name pattern (first match).
 SKIPS: tuple[tuple[Callable[[str], bool], str], ...] = (

@@ -156,6 +156,11 @@ class Rule:
         pairs = ((self.check, check), (self.dtype, dtype), (self.mode, mode), (self.target, target))
         return all(fnmatch.fnmatchcase(value, pattern) for pattern, value in pairs)
 
+    def covers(self, check: str, dtype: str, mode: str) -> bool:
+        """Whether it applies to the check, dtype and mode on every target (what a spec is checked for when it is
+        declared: the targets of a run are not known then)."""
+        return self.target == "*" and self.matches(check, dtype, mode, "*")
+
 
 def pick_tolerance(rules: Sequence[Rule], *, check: str, dtype: str, mode: str, target: str) -> Tolerance:
     """The first rule that matches; an op without a matching rule is a spec error."""
@@ -163,3 +168,28 @@ def pick_tolerance(rules: Sequence[Rule], *, check: str, dtype: str, mode: str, 
         if rule.matches(check, dtype, mode, target):
             return rule.tolerance
     raise LookupError(f"no tolerance rule for check={check} dtype={dtype} mode={mode} target={target}")
+
+
+UNCALIBRATED_PREFIX = "uncalibrated-"
+
+
+def _default(dtype: str, atol: float, rtol: float, why: str) -> Rule:
+    reason = f"the default for {dtype}, not measured for this op (uncalibrated): {why}"
+    return Rule(Tolerance(UNCALIBRATED_PREFIX + dtype, atol=atol, rtol=rtol, reason=reason), dtype=dtype)
+
+
+# The rules of a spec that gives none (or ends its own with them): a few roundings in the item's dtype.  The
+# report marks every outcome judged by one "uncalibrated" until a rule with a measured reason replaces it.
+UNCALIBRATED: tuple[Rule, ...] = (
+    _default("uint8", 1, 0, "computed in float and rounded once, a value near a half level may round the other way"),
+    _default("uint16", 1, 0, "computed in float and rounded once: one level, as for uint8"),
+    _default("float32", 1e-5, 1e-5, "about a hundred float32 roundings (6e-8 each) on values near 1"),
+    _default("float64", 1e-12, 1e-12, "far above float64 rounding (1.1e-16), below one float32 step (6e-8)"),
+    _default("float16", 2e-3, 2e-3, "about four float16 roundings (half an ulp is 4.9e-4 at 1)"),
+    _default("bfloat16", 1.6e-2, 1.6e-2, "about four bfloat16 roundings (half an ulp is 3.9e-3 at 1)"),
+)
+
+
+def is_uncalibrated(name: object) -> bool:
+    """Whether a recorded tolerance name is a default's (the report marks those)."""
+    return isinstance(name, str) and name.startswith(UNCALIBRATED_PREFIX)

@@ -284,7 +284,7 @@ class RecordWriter:
             record["cause"] = "timeout"
         if case_json is not None:
             record["case_json"] = case_json
-            record["repro"] = f"python -m pytest {shlex.quote(nodeid)} --replay {shlex.quote(case_json)}"
+            record["repro"] = f"python -m conformance run {shlex.quote(nodeid)} --replay {shlex.quote(case_json)}"
             record["message"] += f"\nthe case it was checking: {case_json}\nRerun: {record['repro']}"
         self.store.append(record, flush=True)
 

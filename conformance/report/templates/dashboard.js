@@ -168,7 +168,7 @@ function drill() {
     const counts = Object.entries(c.counts).map(([k, v]) => `${v} ${label(k)}`).join(", ");
     const notes = [c.warning, c.note, c.behaviours && Object.entries(c.behaviours).map(([k, v]) => `${k} (${v})`).join("; ")].filter(Boolean).join("; ");
     checks.append(el("tr", { class: "v-" + c.verdict }, el("td", { text: c.check }), el("td", { text: label(c.verdict) }),
-      el("td", { text: counts }), el("td", { text: c.worst ? `${Number(c.worst.max_abs).toPrecision(4)} / ${c.worst.atol}` : "" }),
+      el("td", { text: counts }), el("td", { text: c.worst ? `${Number(c.worst.max_abs).toPrecision(4)} / ${c.worst.atol}${c.worst.uncalibrated ? " (uncalibrated)" : ""}` : "" }),
       el("td", { text: c.known_issues.join(", ") }), el("td", { text: notes })));
   }
   panel.append(checks);
@@ -194,6 +194,7 @@ function drill() {
     if (d.tolerance) box.append(el("p", { text: d.tolerance }));
     if (d.case) box.append(el("details", {}, el("summary", { text: "case" }), el("pre", { text: JSON.stringify(d.case, null, 1) })));
     if (d.repro) box.append(el("p", { text: "Rerun:" }), el("code", { class: "repro", text: d.repro }));
+    if (d.script) box.append(el("p", { text: "Repro script (needs torch and the library, not conformance):" }), el("code", { class: "repro", text: d.script }));
     if (d.traceback) box.append(el("details", {}, el("summary", { text: "traceback" }), el("pre", { text: d.traceback })));
     panel.append(box);
   }

@@ -1,0 +1,27 @@
+"""The command that writes an item's repro script (`python -m conformance repro`), spelt once for the three places
+that name it: the terminal's failure text, the report's failure card and summary.md."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+
+def repro_command(nodeid: str, run_dir: Path | str) -> str:
+    """The command for an item of a run; the run named as it is found from here (a link such as reports/latest would
+    move on at the next run)."""
+    resolved = Path(run_dir).resolve()
+    try:
+        shown = str(resolved.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(resolved)
+    return f"python -m conformance repro {shlex.quote(nodeid)} --run {shlex.quote(shown)}"
+
+
+# the checks a repro script holds a target to: values against the reference or a twin, the invariants, an error
+SCRIPTED_CHECKS = ("reference", "cross_device", "compiled", "invariants", "error")
+
+
+def repro_line(nodeid: str, check: str, run_dir: Path | str) -> str:
+    """The command where the check's failures get a script, else ""."""
+    return repro_command(nodeid, run_dir) if check in SCRIPTED_CHECKS else ""
