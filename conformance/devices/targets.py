@@ -182,10 +182,21 @@ class CompiledTarget(Target):
         return self.eager.active(log)
 
 
+COMPILED_SUFFIX = "+compile"
+
+
+def named_in_rerun(target_name: str) -> bool:
+    """Whether a rerun line must name the target (`--targets`): the default selection leaves compiled targets out.
+    Read from the name, as a crashed item's id gives only that."""
+    return target_name.endswith(COMPILED_SUFFIX)
+
+
 def compile_targets(real: list[Target]) -> list[Target]:
     """One `+compile` target per real device."""
     return [
-        CompiledTarget(f"{t.name}+compile", t.kind, f"{t.description}, through torch.compile (Inductor)", eager=t)
+        CompiledTarget(
+            f"{t.name}{COMPILED_SUFFIX}", t.kind, f"{t.description}, through torch.compile (Inductor)", eager=t
+        )
         for t in real
     ]
 

@@ -11,7 +11,6 @@ a failure raised with a rerun line.  The parts, each with one job: the frozen `R
 
 from __future__ import annotations
 
-import shlex
 import unittest
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -19,7 +18,6 @@ from typing import Any
 from conformance.checks.registry import CheckOutcome, value_checks
 from conformance.devices import deadline, isa_feed
 from conformance.devices.calls import COMPILE_STATS
-from conformance.devices.targets import Target
 from conformance.engine import interrupts
 from conformance.engine.case_sources import CaseSources, from_config
 from conformance.engine.cases import CaseCache
@@ -39,7 +37,7 @@ from conformance.spec.recipes import Case
 from conformance.store import compile_stats
 from conformance.store.outputs import OutputRecorder
 from conformance.store.records import RecordWriter
-from conformance.store.repro_command import repro_line
+from conformance.store.repro_command import repro_line, rerun_line
 
 __all__ = ["CaseNotRunnable", "ConformanceFailure", "ConformanceRun"]
 
@@ -252,7 +250,7 @@ class ConformanceRun:
             counted,
             outcome.message if judged.verdict == "warning" else None,
         )
-        repro = self.repro_command(state.nodeid, case, state.target) if not outcome.passed else None
+        repro = rerun_line(state.nodeid, case.to_json(), state.target.name) if not outcome.passed else None
         self.recorder.example(state, case, ctx, outcome, judged, phase, repro)
         if judged.unexpected:
             state.failure_seen = True
@@ -279,12 +277,6 @@ class ConformanceRun:
         if judged.issue is not None:
             scoped = [i for i in scoped if i is judged.issue or not i.covers(outcome.check, outcome.message, features)]
         return scoped
-
-    @staticmethod
-    def repro_command(nodeid: str, case: Case, target: Target | None = None) -> str:
-        """The rerun line; it names a compiled target, which the default selection leaves out."""
-        line = f"python -m conformance run {shlex.quote(nodeid)} --replay {shlex.quote(case.to_json())}"
-        return line + (f" --targets {shlex.quote(target.name)}" if target is not None and target.compiled else "")
 
 
 def raised_before_checks(raised: BaseException) -> str:

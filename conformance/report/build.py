@@ -25,7 +25,7 @@ from conformance.store.reader import RunRecords, was_complete
 from conformance.store.repro_command import repro_line
 from conformance.store.tally import VERDICT_ORDER
 from conformance.store.timings import TimingsError, read
-from conformance.store.writer import write_atomically
+from conformance.store.writer import json_safe, write_atomically
 
 MAX_DETAILS = 200  # failure details with pictures; more are listed without them
 MAX_LISTED = 2000  # failure details kept at all; more are counted (memory stays bounded)
@@ -271,16 +271,5 @@ def _asset(name: str) -> str:
 
 def script_json(data: dict[str, Any]) -> str:
     """JSON safe inside <script>: no character of the run's strings can close the element or open a comment."""
-    text = json.dumps(_finite(data), separators=(",", ":"), allow_nan=False, default=str)
+    text = json.dumps(json_safe(data), separators=(",", ":"), allow_nan=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities as text (JSON has no such numbers; a NaN output is a finding to show)."""
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value

@@ -20,7 +20,7 @@ from conformance.report.repro import Failure, from_case, from_run
 from conformance.report.repro_source import render
 from conformance.report.repro_trace import public_name
 from conformance.spec.recipes import apply_layout, materialize, peak
-from conformance.store.writer import compact, safe_name, write_atomically
+from conformance.store.writer import compact, safe_name, save_arrays, write_atomically
 
 WIDTH = 116
 EXPECTED = {
@@ -187,7 +187,7 @@ def write_repro(failure: Failure, script: Path) -> Path:
         libraries=["torch", "numpy", *libraries],
     )
     script.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(script.with_suffix(".npz"), allow_pickle=False, **data)
+    save_arrays(script.with_suffix(".npz"), data)
     write_atomically(script, text)
     return script
 

@@ -25,34 +25,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from conformance.store.example_columns import ITEM_COLUMNS, ROW_COLUMNS
+
 FOLDER = "examples"
-# One value per test item (the same on every row of it), then one per row.
-ITEM_COLUMNS = ("machine", "nodeid", "test", "op", "target", "virtual", "dtype", "mode", "check", "worker")
-ROW_COLUMNS = (
-    "phase",
-    "example",
-    "case",
-    "verdict",
-    "against",
-    "cause",
-    "max_abs",
-    "mae",
-    "mismatch_fraction",
-    "psnr",
-    "tolerance",
-    "atol",
-    "known_issue",
-    "diverges",
-    "behaviour",
-    "peers",
-    "detail",
-)
 FLOATS = ("max_abs", "mae", "mismatch_fraction", "psnr", "atol")
 STRING_COLUMNS = tuple(c for c in (*ITEM_COLUMNS, *ROW_COLUMNS) if c not in (*FLOATS, "virtual", "example", "peers"))
 
 
 @functools.cache
-def _schema() -> Any:
+def table_schema() -> Any:
     import pyarrow as pa
 
     peer = pa.struct(
@@ -149,72 +130,6 @@ def record(values: dict[str, Any], known_issues: dict[str, Any] | None = None) -
     return {k: v for k, v in found.items() if v is not None and v != ""}
 
 
-class ExamplesWriter:
-    """One process's rows, buffered per item (its columns once, then a tuple per row), appended to its Arrow
-    stream when the item ends, converted to Parquet at close."""
-
-    def __init__(self, run_dir: Path, worker: str) -> None:
-        self.folder = run_dir / FOLDER
-        self.worker = worker
-        self.segments: list[tuple[tuple[Any, ...], int]] = []  # (item columns, rows of it)
-        self.rows: list[tuple[Any, ...]] = []
-        self._stream: Any = None
-        self._sink: Any = None
-        self.written = 0
-
-    @property
-    def stream_path(self) -> Path:
-        return self.folder / f"{self.worker}.arrows"
-
-    def begin_item(self, item: dict[str, Any]) -> None:
-        """The item whose rows follow (its ITEM_COLUMNS)."""
-        self.segments.append((tuple(item.get(name) for name in ITEM_COLUMNS), 0))
-
-    def add(self, values: tuple[Any, ...]) -> None:
-        """One row: its ROW_COLUMNS, in that order."""
-        self.rows.append(values)
-        item, count = self.segments[-1]
-        self.segments[-1] = (item, count + 1)
-
-    def flush(self) -> None:
-        """Append the buffered rows as one record batch."""
-        segments, rows = [(item, count) for item, count in self.segments if count], self.rows
-        self.segments = self.segments[-1:] and [(self.segments[-1][0], 0)]
-        self.rows = []
-        if not rows:
-            return
-        import pyarrow as pa
-
-        schema = _schema()
-        if self._stream is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._sink = pa.OSFile(str(self.stream_path), "ab")
-            self._stream = pa.ipc.new_stream(self._sink, schema)
-        columns = [
-            [value for item, count in segments for value in [item[i]] * count] for i in range(len(ITEM_COLUMNS))
-        ] + [list(column) for column in zip(*rows, strict=False)]
-        self._stream.write_batch(
-            pa.RecordBatch.from_arrays(
-                [pa.array(column, type=field.type) for column, field in zip(columns, schema, strict=False)],
-                schema=schema,
-            )
-        )
-        self._sink.flush()
-        self.written += len(rows)
-
-    def close(self) -> None:
-        """Flush, then turn this process's stream into `examples/<worker>.parquet`."""
-        self.flush()
-        if self._stream is None:
-            return
-        self._stream.close()
-        self._sink.close()
-        self._stream = self._sink = None
-        table, _ = _read_stream(self.stream_path)
-        write_parquet(table, self.folder / f"{self.worker}.parquet")
-        self.stream_path.unlink()
-
-
 def write_parquet(table: Any, path: Path) -> None:
     """A table as one Parquet file, written atomically; every string column dictionary-encoded,
     with a dictionary large enough for a run's case JSON."""
@@ -231,7 +146,7 @@ def write_parquet(table: Any, path: Path) -> None:
     temporary.replace(path)
 
 
-def _read_stream(path: Path) -> tuple[Any, int]:
+def read_stream(path: Path) -> tuple[Any, int]:
     """Every complete record batch of an Arrow stream, and 1 if a torn batch (a killed writer) ended it."""
     import pyarrow as pa
 
@@ -246,7 +161,7 @@ def _read_stream(path: Path) -> tuple[Any, int]:
                     break
     except (pa.ArrowInvalid, OSError, ValueError):
         torn = 1
-    return pa.Table.from_batches(batches, schema=_schema()), torn
+    return pa.Table.from_batches(batches, schema=table_schema()), torn
 
 
 def files(run_dir: Path) -> list[Path]:
@@ -275,7 +190,7 @@ def read_table(run_dir: Path, columns: list[str] | None = None, where: Any = Non
             except (pa.ArrowInvalid, OSError) as exc:
                 raise StoreError(f"{path}: not a readable Parquet file ({exc})") from None
         else:
-            table, broken = _read_stream(path)
+            table, broken = read_stream(path)
             torn += broken
             if where is not None:
                 table = table.filter(where)
@@ -283,7 +198,7 @@ def read_table(run_dir: Path, columns: list[str] | None = None, where: Any = Non
                 table = table.select(columns)
         tables.append(table)
     if not tables:
-        schema = _schema()
+        schema = table_schema()
         return schema.empty_table().select(columns) if columns is not None else schema.empty_table(), torn
     return pa.concat_tables(tables, promote_options="default"), torn
 

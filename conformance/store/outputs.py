@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from conformance.spec.recipes import Case, RecipeError
-from conformance.store.writer import safe_name
+from conformance.store.writer import safe_name, save_arrays
 
 FLUSH_BYTES = 8 * 2**20  # arrays buffered before a shard is written
 
@@ -129,7 +129,7 @@ class OutputRecorder:
             shard = f"{self.worker}-{self._shards}.npz"
             temporary = self.folder / f".{shard}.tmp"
             with temporary.open("wb") as handle:
-                np.savez_compressed(handle, allow_pickle=False, **self._arrays)
+                save_arrays(handle, dict(self._arrays))
             temporary.replace(self.folder / shard)
         with (self.folder / f"{self.worker}.jsonl").open("a", encoding="utf-8") as index:
             for line in self._lines:

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from conformance.spec.item_ids import parse_item_id
+from conformance.store.example_columns import ExampleRow
 from conformance.store.examples import peer_rows
 from conformance.store.overruns import RUNNING, read_running
+from conformance.store.repro_command import rerun_line
 from conformance.store.tally import COUNTED_PHASES, Tally
 from conformance.store.writer import Store, json_safe
 
@@ -130,24 +131,24 @@ class RecordWriter:
         name = tolerance.name if tolerance is not None else None
         atol = tolerance.atol if tolerance is not None else None
         self.store.examples.add(
-            (
-                phase,
-                example,
-                case_json,
-                verdict,
-                outcome.against or None,
-                cause,
-                max_abs,
-                metrics.mae if metrics is not None else None,
-                mismatch,
-                metrics.psnr if metrics is not None else None,
-                name,
-                atol,
-                known_issue,
-                outcome.diverges,
-                outcome.behaviour,
-                peer_rows(peers),
-                detail,
+            ExampleRow(
+                phase=phase,
+                example=example,
+                case=case_json,
+                verdict=verdict,
+                against=outcome.against or None,
+                cause=cause,
+                max_abs=max_abs,
+                mae=metrics.mae if metrics is not None else None,
+                mismatch_fraction=mismatch,
+                psnr=metrics.psnr if metrics is not None else None,
+                tolerance=name,
+                atol=atol,
+                known_issue=known_issue,
+                diverges=outcome.diverges,
+                behaviour=outcome.behaviour,
+                peers=peer_rows(peers),
+                detail=detail,
             )
         )
         if self.tally is not None:
@@ -284,7 +285,7 @@ class RecordWriter:
             record["cause"] = "timeout"
         if case_json is not None:
             record["case_json"] = case_json
-            record["repro"] = f"python -m conformance run {shlex.quote(nodeid)} --replay {shlex.quote(case_json)}"
+            record["repro"] = rerun_line(nodeid, case_json, target)
             record["message"] += f"\nthe case it was checking: {case_json}\nRerun: {record['repro']}"
         self.store.append(record, flush=True)
 

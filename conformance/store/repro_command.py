@@ -1,10 +1,19 @@
-"""The command that writes an item's repro script (`python -m conformance repro`), spelt once for the three places
-that name it: the terminal's failure text, the report's failure card and summary.md."""
+"""The commands that rerun a failure, each spelt once: the rerun line (`python -m conformance run ID --replay CASE`,
+for a failure and for a crashed item's record) and the one that writes an item's repro script (`python -m
+conformance repro`: the terminal's failure text, the report's failure card and summary.md)."""
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
+
+from conformance.devices.targets import named_in_rerun
+
+
+def rerun_line(nodeid: str, case_json: str, target: str) -> str:
+    """The line that replays one case of one item; it names a target the default selection leaves out."""
+    line = f"python -m conformance run {shlex.quote(nodeid)} --replay {shlex.quote(case_json)}"
+    return line + (f" --targets {shlex.quote(target)}" if named_in_rerun(target) else "")
 
 
 def repro_command(nodeid: str, run_dir: Path | str) -> str:

@@ -18,18 +18,26 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from conformance.store.examples import ExamplesWriter
+from conformance.store.example_writer import ExamplesWriter
 
 
 def json_safe(value: Any) -> Any:
-    """Non-finite floats become strings ("inf", "-inf", "nan") so the JSON stays standard."""
+    """Standard JSON for every record, summary and page of a run: non-finite floats become strings ("inf", "-inf",
+    "nan": a NaN output is a finding to show), and keys strings.  The one sanitiser of the package."""
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
+        return {k if isinstance(k, str) else str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def save_arrays(file: Any, arrays: dict[str, Any]) -> None:
+    """Arrays into one compressed .npz, by name.  Never with savez's `allow_pickle` keyword: older numpy releases
+    that this package allows take it for one more array to store.  The arrays are numeric; every reader loads them
+    with allow_pickle=False."""
+    np.savez_compressed(file, **arrays)
 
 
 def safe_name(text: str, limit: int = 120) -> str:
@@ -120,7 +128,7 @@ class Store:
         folder = self.run_dir / "artifacts"
         folder.mkdir(exist_ok=True)
         name = f"{self.worker}-{self._artifact_count:05d}-{safe_name(stem)}.npz"
-        np.savez_compressed(folder / name, allow_pickle=False, **{k: compact(v) for k, v in arrays.items()})
+        save_arrays(folder / name, {k: compact(v) for k, v in arrays.items()})
         return f"artifacts/{name}"
 
     def close(self) -> None:
