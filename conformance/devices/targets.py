@@ -19,6 +19,7 @@ import torch
 
 from conformance.devices.isa import ENV, lower_levels
 from conformance.devices.placement import ObserverMode, PlacementLog
+from conformance.devices.target_names import COMPILED_SUFFIX
 from conformance.devices.torch_private import only_lift_cpu_tensors, set_only_lift_cpu_tensors
 from conformance.devices.virtual import probe
 from conformance.devices.virtual.facade import virtual_cuda
@@ -180,15 +181,6 @@ class CompiledTarget(Target):
 
     def active(self, log: PlacementLog | None = None) -> Any:
         return self.eager.active(log)
-
-
-COMPILED_SUFFIX = "+compile"
-
-
-def named_in_rerun(target_name: str) -> bool:
-    """Whether a rerun line must name the target (`--targets`): the default selection leaves compiled targets out.
-    Read from the name, as a crashed item's id gives only that."""
-    return target_name.endswith(COMPILED_SUFFIX)
 
 
 def compile_targets(real: list[Target]) -> list[Target]:

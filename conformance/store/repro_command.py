@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from conformance.devices.targets import named_in_rerun
+from conformance.devices.target_names import named_in_rerun
 
 
 def rerun_line(nodeid: str, case_json: str, target: str) -> str:
