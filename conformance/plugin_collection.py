@@ -59,6 +59,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         write_defined_ops(run.run_dir / "outcomes", str(workerinput.get("workerid")))
         return
     if not session.items:
+        session.config.stash[STATE].nothing_collected = True  # its run folder is removed at the session's end
         raise pytest.UsageError(_nothing_to_run(session.config))
     collected = {spec.name for item in session.items if (spec := spec_of(item)) is not None}
     if SHARD in session.config.stash:  # judged on the whole collection, not on this shard's part
@@ -79,6 +80,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     state.collection_checked = True
     shard = announce(node.config, state.run.run_dir) if state.run.cfg.shard is not None else None
     if not ids:
+        state.nothing_collected = True  # its run folder is removed at the session's end
         pytest.exit(_nothing_to_run(node.config), returncode=pytest.ExitCode.USAGE_ERROR)
     collected = {parsed.test.removeprefix("test_") for nodeid in ids if (parsed := parse_item_id(nodeid)) is not None}
     if shard is not None:
@@ -93,8 +95,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 
 def _nothing_to_run(config: pytest.Config) -> str:
     """The one line of a run that collected no item (a gate must not pass on nothing): where it looked, and the
-    selection that left nothing.  The run folder is removed at the session's end (conformance.plugin)."""
-    config.stash[STATE].nothing_collected = True
+    selection that left nothing."""
     where = ", ".join(str(a) for a in config.args) or str(config.invocation_params.dir)
     chosen = [
         f"{flag} {value!r}"
