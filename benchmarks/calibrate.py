@@ -29,7 +29,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from conformance.checks.registry import applicable, value_checks
-from conformance.devices.targets import discover, select
+from conformance.devices.discovery import discover, select
 from conformance.engine.cases import CaseCache
 from conformance.engine.judgement import judge
 from conformance.spec.issue_files import load
@@ -139,7 +139,7 @@ def sweep(
         features = spec.case_features(case)
         for target in targets:
             ctx = shared.context(spec, case, target, mode)
-            if ctx.run.not_emulatable or ctx.run.resource:
+            if ctx.run.not_run or ctx.run.resource:
                 continue
             for check in checks[target.name]:
                 outcome = shared.outcome(ctx, check)

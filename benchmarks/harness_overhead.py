@@ -257,7 +257,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     from conformance.checks.pil import PIL_DTYPES, PIL_MODES, from_pil, to_pil
     from conformance.devices.backward import vjp_by_walking
     from conformance.devices.calls import on_target, sample_params
-    from conformance.devices.targets import discover
+    from conformance.devices.discovery import discover
     from conformance.engine.options import SWEEP_ENV
     from conformance.spec.loading import load_specs
     from conformance.spec.recipes import INTEGER_PEAKS, Case, apply_layout, materialize, to_float64

@@ -21,7 +21,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, seed, settings
 
 from conformance.checks.registry import applicable
-from conformance.devices.targets import discover, select
+from conformance.devices.discovery import discover, select
 from conformance.engine.cases import CaseCache, check_case
 from conformance.engine.worst import WorstCases
 from conformance.spec.loading import load_specs

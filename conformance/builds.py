@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.devices.isa import ENV
-from conformance.devices.targets import CPU, IsaTarget, discover
+from conformance.devices.discovery import discover
+from conformance.devices.targets import CPU
 from conformance.engine.timing import measure_all
 from conformance.launch import pytest_command, run_pytest
 from conformance.report.build import build_report
@@ -140,12 +140,12 @@ def measure_timings(
     if slow is not None:
         specs = [planted_slowdown(s) if s.name == slow else s for s in specs]
     targets = [CPU] if as_target else discover(0, isa=isa)
-    here = [t for t in targets if not isinstance(t, IsaTarget) and not t.compiled]  # timing is of eager kernels
+    here = [t for t in targets if t.child_environment is None and not t.compiled]  # timing is of eager kernels
     print(f"timing {len(specs)} ops on {as_target or ', '.join(t.name for t in targets)}, shapes {', '.join(shapes)}:")
     found = measure_all(specs, here, shapes, progress=print, rounds=rounds)
     if as_target:
         found = [dataclasses.replace(t, target=as_target) for t in found]
-    for isa_target in [t for t in targets if isinstance(t, IsaTarget)]:
+    for child_target in [t for t in targets if t.child_environment is not None]:
         with tempfile.TemporaryDirectory() as folder:
             child = Path(folder) / "timings.json"
             args = [
@@ -160,14 +160,14 @@ def measure_timings(
                 "--rounds",
                 str(rounds),
                 "--as-target",
-                isa_target.name,
+                child_target.name,
             ]
             args += [f"--cases={p}" for p in case_paths[:1]] + ([f"--ops={','.join(ops)}"] if ops else [])
             args += [f"--planted-slowdown={slow}"] if slow else []
-            if subprocess.call(args, env=dict(os.environ, **{ENV: isa_target.level})) == 0:
+            if subprocess.call(args, env=dict(os.environ, **(child_target.child_environment or {}))) == 0:
                 found += timing.read(child)
             else:
-                print(f"  {isa_target.name}: not timed (its worker process failed)")
+                print(f"  {child_target.name}: not timed (its worker process failed)")
     timing.write(path, found, environment)
     print(f"timings: {len(found)} in {path}")
     return 0

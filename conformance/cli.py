@@ -22,7 +22,7 @@ from conformance import launch
 from conformance.report.build import build_report
 from conformance.report.merge import MergeError, merge_runs, shard_notes
 from conformance.report.table import format_table
-from conformance.store.aggregate import write_summary
+from conformance.store.aggregate import read_summary, write_summary
 from conformance.store.examples import StoreError
 from conformance.store.prune import PruneError, prune
 from conformance.store.reader import was_complete
@@ -56,7 +56,11 @@ def _report(run_dir: Path) -> int:
         print(f"conformance report: {run_dir} has no outcomes/ folder (not a run folder)", file=sys.stderr)
         return USAGE_ERROR
     try:
-        print(f"report: {build_report(run_dir)}")
+        had_summary = read_summary(run_dir) is not None
+        index = build_report(run_dir)
+        if not had_summary:  # the report shows the summary the run wrote: one made now is said to be new
+            print(f"summary: {run_dir / 'summary.json'} (the run had none: written from its records)")
+        print(f"report: {index}")
     except StoreError as exc:
         print(f"conformance report: {exc}", file=sys.stderr)
         return USAGE_ERROR

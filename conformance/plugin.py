@@ -84,12 +84,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _start(config: pytest.Config, state: PluginState) -> Any:
     """Set the run up: configuration, targets, case sources, known issues, records (imports torch)."""
-    from conformance.devices import environment as env_info
-    from conformance.devices.isa_feed import use_shared
-    from conformance.engine import distribute
-    from conformance.engine.case_sources import CaseSourceError
-    from conformance.engine.session import ConformanceRun
-    from conformance.spec import sweep
+    from conformance.spec.extensions import ExtensionError
+
+    try:  # an installed package's extension that does not load: one line naming it, not a traceback
+        from conformance.devices import environment as env_info
+        from conformance.devices.isa_feed import use_shared
+        from conformance.engine import distribute
+        from conformance.engine.case_sources import CaseSourceError
+        from conformance.engine.session import ConformanceRun
+        from conformance.spec import sweep
+    except ExtensionError as exc:
+        raise pytest.UsageError(f"an installed extension of conformance: {exc}") from None
 
     _handle_stops(state, worker=hasattr(config, "workerinput"))
     try:  # a sweep module that does not import: one line now, not a traceback at collection or session start
@@ -151,7 +156,7 @@ def run_of(config: pytest.Config) -> Any:
 
 
 def _header(config: pytest.Config, run: Any) -> list[str]:
-    from conformance.devices.targets import virtual_unavailable_reason
+    from conformance.devices.discovery import virtual_unavailable_reason
     from conformance.launch import WORKERS_ENV
     from conformance.report.terminal import header, sweep_lines
 

@@ -28,12 +28,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from conformance.engine import shards
     from conformance.engine.ordering import operation_order
 
+    run = config.stash[STATE].run
     slots = [n for n, item in enumerate(items) if spec_of(item) is not None]
     if slots:
-        ordered = operation_order([items[n] for n in slots], spec_of)
+        last = frozenset(name for name, target in run.targets.items() if target.prefetches) if run else frozenset()
+        ordered = operation_order([items[n] for n in slots], spec_of, last)
         for slot, item in zip(slots, ordered, strict=False):
             items[slot] = item
-    run = config.stash[STATE].run
     if run is not None and run.cfg.shard is not None:
         config.stash[SHARD] = shards.take(config, items, run.cfg.shard, run.run_dir, spec_of)
 

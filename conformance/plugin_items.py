@@ -72,7 +72,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if missing:
             return [pytest.mark.skip(reason=missing)]
         if run.targets[target].virtual and spec.needs_real_device:
-            return [pytest.mark.skip(reason=f"not emulatable on a virtual device: {spec.needs_real_device}")]
+            return [pytest.mark.skip(reason=run.targets[target].not_run_message(spec.needs_real_device))]
         return []
 
     if spec.narrowed and not unmet:

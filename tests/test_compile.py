@@ -49,7 +49,9 @@ def test_a_compile_only_shift_fails_the_compiled_target_and_not_eager(project):
 
 
 def test_compile_targets_are_opt_in_by_name_by_compile_or_by_all():
-    from conformance.devices.targets import CPU, compile_targets, select
+    from conformance.devices.compiled_target import compile_targets
+    from conformance.devices.discovery import select
+    from conformance.devices.targets import CPU
 
     available = [CPU, *compile_targets([CPU])]
     assert [t.name for t in select("default", available)] == ["cpu"]

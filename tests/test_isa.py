@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from conformance.devices.discovery import discover, select
 from conformance.devices.isa import lower_levels
-from conformance.devices.targets import IsaTarget, TargetSelectionError, discover, select
+from conformance.devices.isa_target import IsaTarget
+from conformance.devices.targets import TargetSelectionError
 
 HERE = Path(__file__).parent
 pytestmark = pytest.mark.skipif(not lower_levels(), reason="this cpu runs torch's lowest instruction-set level")

@@ -1,6 +1,7 @@
 """The layers are checked, not hoped for: the import contract in pyproject.toml (import-linter) holds for the
 package, and an upward import planted in a copy of it fails the contract, naming the modules involved."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -40,3 +41,19 @@ def test_an_upward_import_breaks_the_contract_naming_both_modules(tmp_path):
     assert result.returncode != 0
     assert "conformance.spec is not allowed to import conformance.engine" in result.stdout
     assert "conformance.spec.recipes -> conformance.engine.session" in result.stdout
+
+
+# what differs per kind of target is the target's own (a method or attribute): no module outside devices/ tests a
+# target's name or type (issue 40's grep, kept)
+TARGET_TESTS = re.compile(r'startswith\("(vcuda|cpu:)|IsaTarget|getattr\(target')
+
+
+def test_no_module_outside_devices_tests_a_targets_name_or_type():
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "conformance").rglob("*.py"))
+        if "devices" not in path.relative_to(ROOT / "conformance").parts[:1]
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if TARGET_TESTS.search(line)
+    ]
+    assert found == []

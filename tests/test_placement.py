@@ -166,7 +166,7 @@ def test_map_leaves_rebuilds_named_tuples_inside_lists():
     move to the target (before, a NamedTuple was one opaque leaf, and the replay mixed devices)."""
     from typing import NamedTuple
 
-    from conformance.devices.placement import map_leaves
+    from conformance.devices.trees import map_leaves
 
     class Item(NamedTuple):
         name: str
@@ -174,3 +174,19 @@ def test_map_leaves_rebuilds_named_tuples_inside_lists():
 
     moved = map_leaves(lambda v: v * 2 if isinstance(v, int) else v, [Item("a", {"x": 1, "y": [2]}), ("b", 3)])
     assert moved == [Item("a", {"x": 2, "y": [4]}), ("b", 6)] and isinstance(moved[0], Item)
+
+
+def test_an_in_place_op_marks_the_tensor_it_wrote_into_as_image_data():
+    """An op that writes image data into another tensor (a mutable aten schema) marks that tensor, even when the
+    result the dispatcher hands back is another object (a wrapper), so its later copy counts as an image copy;
+    an op that writes nothing leaves its first argument unmarked."""
+    import torch
+
+    from conformance.devices.placement import TAINT, PlacementLog
+
+    for func, marked in ((torch.ops.aten.add_.Tensor, True), (torch.ops.aten.add.Tensor, False)):
+        log = PlacementLog(torch.device("cpu"))
+        image, buffer = torch.zeros(2, 2), torch.zeros(2, 2)
+        log.taint(image)
+        log.propagate(func, (buffer, image), {}, torch.zeros(2, 2))  # the result: another object than `buffer`
+        assert (getattr(buffer, TAINT, None) is log.token) is marked, func

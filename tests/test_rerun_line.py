@@ -2,11 +2,15 @@
 record: both name a target the default selection leaves out (the crash record once omitted `--targets`)."""
 
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 from conformance.store.reader import read_outcomes
 from conformance.store.records import RecordWriter
 from conformance.store.repro_command import rerun_line
 
+ROOT = Path(__file__).parents[1]
 CASE = '{"op":"x","params":{},"recipe":{"height":1,"width":1}}'
 
 
@@ -27,3 +31,35 @@ def test_a_crashed_item_on_a_compiled_target_gets_the_same_rerun_line(tmp_path):
     crashed = next(r for r in rows if r.get("crash"))
     assert crashed["repro"] == rerun_line(nodeid, CASE, "cpu+compile")
     assert crashed["message"].endswith(f"Rerun: {crashed['repro']}")
+
+
+def test_a_rerun_line_names_exactly_the_targets_the_default_selection_leaves_out(monkeypatch):
+    """The rule on names alone (a crashed item has only its id) agrees with the discovered targets' own."""
+    from conformance.devices import discovery
+    from conformance.devices.compiled_target import compile_targets
+    from conformance.devices.isa_target import IsaTarget
+    from conformance.devices.target_names import named_in_rerun
+    from conformance.devices.targets import CPU, CudaTarget, Target
+
+    gpu = CudaTarget("cuda:0", "cuda", "a GPU")
+    monkeypatch.setattr(discovery, "_real_targets", lambda: [CPU, gpu])
+    monkeypatch.setattr(discovery, "virtual_unavailable_reason", lambda: None)
+    monkeypatch.setattr(discovery, "isa_targets", lambda: [IsaTarget("cpu:avx2", "cpu", level="avx2")])
+    monkeypatch.setattr(discovery, "compile_targets", compile_targets)
+    installed = Target("npu:0", "npu", "an installed kind", by_default=False)
+    monkeypatch.setattr(discovery, "extension_targets", lambda taken: [installed])
+    found = discovery.discover(None)
+    default = {t.name for t in discovery.select("default", found)}
+    assert {t.name for t in found} >= {"cpu", "cpu:avx2", "cuda:0", "cuda:0+compile", "vcuda:0", "vcuda:1", "npu:0"}
+    for target in found:
+        assert named_in_rerun(target.name) == (target.name not in default), target.name
+
+
+def test_the_rerun_line_of_vcuda_0_collects_its_item(tmp_path):
+    """vcuda:0 is left out of the default selection: its rerun line names it, or the item id collects nothing."""
+    nodeid = "cases/test_normalize.py::test_normalize_v2[vcuda:0-float32-valid-reference]"
+    words = shlex.split(rerun_line(nodeid, CASE, "vcuda:0"))
+    assert words[-2:] == ["--targets", "vcuda:0"]
+    command = [sys.executable, *words[1:5], *words[-2:], "--co", "-q", "-p", "no:cacheprovider"]  # without --replay
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and nodeid in done.stdout, (done.stdout + done.stderr)[-2000:]

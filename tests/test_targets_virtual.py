@@ -5,8 +5,9 @@ import pytest
 import torch
 import torch.utils._python_dispatch
 
-from conformance.devices import targets
-from conformance.devices.targets import CPU, Target, TargetSelectionError, discover, select, virtual_unavailable_reason
+from conformance.devices import discovery as targets
+from conformance.devices.discovery import discover, select, virtual_unavailable_reason
+from conformance.devices.targets import CPU, Target, TargetSelectionError
 from conformance.devices.virtual import probe
 
 ONE_GPU = [CPU, Target("cuda:0", "cuda", "NVIDIA H100")]

@@ -233,7 +233,7 @@ def test_an_op_asking_an_unanswered_torch_cuda_question_is_skipped_not_failed():
         Case("cap", Recipe(4, 4, batch=(1,))),
         virtual_targets(2)[1],
     )
-    assert run.error is None and "get_device_capability" in run.not_emulatable
+    assert run.error is None and "get_device_capability" in run.not_run
 
 
 def test_the_answered_list_answers_and_everything_is_restored_after(image):

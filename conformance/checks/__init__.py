@@ -23,11 +23,21 @@ Each is its own pytest item.  They read a `CaseContext` (`context`), which the e
 is the cross-library measurement the reference outcome carries; `evidence` what a failure keeps.
 
 Adding a check is one module here with one `register(Check(...))` call: every module of this package is
-imported below, so its checks are registered before any item is made.
+imported below, so its checks are registered before any item is made.  Another package adds checks with an entry
+point in the `conformance.checks` group naming its module (which registers them on import) or a `Check`.
 """
 
 import importlib
 import pkgutil
 
+from conformance.checks.registry import Check, register
+from conformance.spec.extensions import CHECKS, extensions
+
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
+for _extension in extensions(CHECKS):  # loading a module registers its checks
+    if isinstance(_extension.value, Check):
+        try:
+            register(_extension.value)
+        except ValueError as _clash:
+            raise _extension.problem(str(_clash)) from None

@@ -95,6 +95,7 @@ register(
         check_baseline,
         option="baseline",
         output_only=True,
+        reads_values=True,
     )
 )
 

@@ -58,7 +58,7 @@ def check_batch(ctx: CaseContext) -> CheckOutcome | None:
         return None  # whose parameters are whose cannot be told: nothing to compare
     alone = ctx.source.on(ctx.target)[index : index + 1]
     run = run_op(ctx.spec, alone, ctx.case, ctx.target, sampled, timeout_s=ctx.timeout_s)
-    if run.not_emulatable is not None or run.resource is not None:
+    if run.not_run is not None or run.resource is not None:
         return None
     if run.error is not None:
         message = f"sample {index} alone raises {run.error}"

@@ -2,9 +2,9 @@
 
 The engine (conformance.engine.cases) builds a `CaseContext` with every part already made: the case's
 `CaseInputs` (input, sampled parameters, reference), the op's input on the target and its run, the
-cpu's context of the same case for an accelerator, the tolerance book and the baseline's outputs.  The
-checks only read it; what they derive from it (the output in float64) is computed once, on first use,
-and their outcomes are kept on it (`outcomes`), so the items of one case's checks share the work.
+twin's context of the same case (the cpu's, or eager's for a compiled target), the tolerance book and the
+baseline's outputs.  The checks only read it; what they derive from it (the output in float64) is computed once,
+on first use, and their outcomes are kept on it (`outcomes`), so the items of one case's checks share the work.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class CaseContext:
         tensor_in: torch.Tensor | None,
         run: OpRun,
         *,
-        cpu: CaseContext | None = None,
+        twin: CaseContext | None = None,
         tolerances: Tolerances | None = None,
         baseline: BaselineOutputs | None = None,
         timeout_s: float = 0.0,
@@ -128,7 +128,7 @@ class CaseContext:
         self.spec, self.case, self.source, self.sampled = inputs.spec, inputs.case, inputs.source, inputs.sampled
         self._tensor_in = tensor_in  # the op's own input on the target (None: it could not be allocated)
         self.run = run
-        self.cpu = cpu  # the same case on the cpu, for a target compared with it
+        self.twin = twin  # the same case on the target's twin (the cpu; eager for a compiled target)
         self.tolerances = tolerances or Tolerances()
         self.baseline = baseline  # another build's recorded outputs, under --baseline
         self.timeout_s = timeout_s  # the per-call limit, for checks that call the op again (--case-timeout)
@@ -160,8 +160,8 @@ class CaseContext:
 
     @cached_property
     def output64(self) -> np.ndarray | None:
-        """The output as host float64, the only form in which values are compared."""
-        return to_float64(host_tensor(self.run.output)) if self.returned_tensor else None
+        """The output as host float64, the only form in which values are compared (None: it holds no values)."""
+        return to_float64(host_tensor(self.run.output)) if self.returned_tensor and self.target.holds_values else None
 
     def tolerance(self, check: str) -> Tolerance:
         """Tolerances are keyed by the test item's dtype (the input's), mode and target."""

@@ -124,7 +124,7 @@ def check_unmoved(ctx: CaseContext) -> CheckOutcome | None:
     run = run_op(
         ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, None, move_module=False, timeout_s=ctx.timeout_s
     )
-    if run.not_emulatable is not None or run.resource is not None:
+    if run.not_run is not None or run.resource is not None:
         return None
     promise = ctx.spec.module.unmoved
     behaviour, detail = _unmoved_behaviour(ctx, run)
@@ -191,6 +191,7 @@ register(
         "(works, or raises a clear device error)",
         _module_op,
         check_unmoved,
+        reads_values=True,
     )
 )
 register(

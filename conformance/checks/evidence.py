@@ -19,7 +19,7 @@ def arrays(ctx: CaseContext) -> dict[str, np.ndarray]:
         kept["reference"] = ctx.expected
     if ctx.output64 is not None:
         kept["output"] = ctx.output64
-    cpu = ctx.cpu
+    cpu = ctx.twin
     if cpu is not None and cpu.output64 is not None:
         kept["cpu"] = cpu.output64
     recorded = baseline_array(ctx)

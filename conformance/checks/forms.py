@@ -81,7 +81,7 @@ def _differs(ctx: CaseContext, check: str, mine: OpRun, theirs: OpRun, against: 
 
 
 def _usable(run: OpRun) -> bool:
-    return run.not_emulatable is None and run.resource is None
+    return run.not_run is None and run.resource is None
 
 
 def _counterpart_run(ctx: CaseContext) -> OpRun:

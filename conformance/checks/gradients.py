@@ -174,7 +174,7 @@ def check_gradient(ctx: CaseContext) -> CheckOutcome | None:
     run = gradient_run(ctx)
     tolerance = ctx.tolerance("gradient")
     details = {"left_out": probe.left_out, "elements": int(probe.cotangent.size), "estimates": probe.estimates}
-    if run.not_emulatable is not None:
+    if run.not_run is not None:
         return None
     if run.error is not None:
         return CheckOutcome(
@@ -224,16 +224,16 @@ def check_gradient(ctx: CaseContext) -> CheckOutcome | None:
 
 
 def check_gradient_device(ctx: CaseContext) -> CheckOutcome | None:
-    twin = ctx.cpu
+    twin = ctx.twin
     if twin is None or not ctx.returned_tensor or probe_of(ctx).error is not None:
         return None
-    forward = outcome(ctx, "compiled" if ctx.target.compiled else "cross_device")
+    forward = outcome(ctx, ctx.target.twin_check)
     if forward is not None and not forward.passed:
         return None  # the outputs already differ here: the cross_device (compiled) item says so
     mine, theirs = gradient64(ctx), gradient64(twin)
     if mine is None or theirs is None or mine.shape != theirs.shape:
         return None  # a backward that failed or misshaped: the gradient check on that side says so
-    name = "eager" if ctx.target.compiled else "cpu"
+    name = ctx.target.twin_label
     tolerance = ctx.tolerance("gradient_device")
     scale = max(float(np.max(np.abs(theirs))) if theirs.size else 0.0, 1e-300)
     if np.array_equal(mine, theirs):

@@ -103,7 +103,7 @@ def plan(ctx: CaseContext) -> tuple[dict[str, dict[str, Any]], dict[str, PeerCal
                 "draws cases of its own, which the other libraries do not run: compared with them on the cpu only"
             )
         elif target.virtual and peer.needs_real_device:
-            entry["skipped"] = f"not emulatable on a virtual device: {peer.needs_real_device}"
+            entry["skipped"] = target.not_run_message(peer.needs_real_device)
         else:
             calls[peer.name] = PeerCall(peer, ctx.case.relabelled(peer.name), target)
     return entries, calls
@@ -121,7 +121,7 @@ def measure(
         return found, outputs
     for name, other in others.items():
         run = other.run
-        problem = run.not_emulatable or run.resource or (f"raised {run.raised}" if run.error is not None else None)
+        problem = run.not_run or run.resource or (f"raised {run.raised}" if run.error is not None else None)
         if problem is None and other.output64 is None:
             problem = "returned no tensor"
         if problem is None and other.output64 is not None and other.output64.shape != mine.shape:

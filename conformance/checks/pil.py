@@ -58,7 +58,7 @@ def check_pil(ctx: CaseContext) -> CheckOutcome | None:
     index = recipe.seed % images
     picture = to_pil(_sample(ctx.source.values, index))
     run = run_op(ctx.spec, picture, ctx.case, ctx.target, timeout_s=ctx.timeout_s)
-    if run.not_emulatable is not None or run.resource is not None:
+    if run.not_run is not None or run.resource is not None:
         return None
     tensor_path = None if ctx.output64 is None else _sample(ctx.output64, index)
     if run.error is not None:

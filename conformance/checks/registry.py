@@ -55,9 +55,15 @@ class Check:
     option: str | None = None  # only in runs that turn this on (e.g. "baseline": run --baseline DIR)
     output_only: bool = False  # reads only the output or what was raised: runs on targets in another process too
     judges_values: bool = False  # compares values under a tolerance: a known issue about it needs an envelope
+    reads_values: bool = False  # reads output values without judging them under a tolerance
     reads_peers: bool = False  # reads the cross-library measurement (`ctx.peers`), which the engine fills in first
     variant: Callable[[OpSpec, str, str], bool] | None = None  # (spec, dtype, mode): only these variants
     unmet: Callable[[OpSpec], str | None] | None = None  # why its items skip for an op (a name it needs is missing)
+
+    @property
+    def needs_values(self) -> bool:
+        """It reads the output's values: a target whose outputs hold none (a meta device) has no items of it."""
+        return self.judges_values or self.reads_values
 
 
 REGISTRY: dict[str, Check] = {}
@@ -86,7 +92,7 @@ def applicable(
         check
         for check in REGISTRY.values()
         if (check.option is None or check.option in options)
-        and (check.output_only or not target.out_of_process)
+        and target.can_run(in_process=not check.output_only, values=check.needs_values)
         and check.applies(spec, target, mode)
         and (dtype is None or check.variant is None or check.variant(spec, dtype, mode))
     ]

@@ -64,7 +64,7 @@ def check_sampling(ctx: CaseContext) -> CheckOutcome | None:
     problems: list[tuple[str, str]] = []
     details: dict[str, Any] = {}
     sampling = sample_on(spec, ctx.source.on(target), ctx.case, target, timeout_s=ctx.timeout_s)
-    if sampling.not_emulatable is not None:
+    if sampling.not_run is not None:
         return None
     if sampling.error is not None:
         problems.append(
@@ -77,7 +77,7 @@ def check_sampling(ctx: CaseContext) -> CheckOutcome | None:
         found, details["parameter_devices"] = _compare_sample(ctx, sampling.params)
         problems += found
     run = run_op(spec, ctx.source.on(target), ctx.case, target, None, timeout_s=ctx.timeout_s)  # its own parameters
-    if run.not_emulatable is not None or run.resource is not None:
+    if run.not_run is not None or run.resource is not None:
         return None
     how = f"with its own sampling on {target.name}: "
     if run.mixed_devices or run.error is not None:
@@ -116,5 +116,6 @@ register(
         "placement rules",
         _random_module,
         check_sampling,
+        reads_values=True,
     )
 )

@@ -28,7 +28,7 @@ def check_reference(ctx: CaseContext) -> CheckOutcome | None:
     if not ctx.returned_tensor or ctx.spec.reference_in(ctx.mode) is None:  # a swept transform has no reference
         return None
     tolerance = ctx.tolerance("reference")
-    cpu = ctx.cpu
+    cpu = ctx.twin
     found = None
     if cpu is not None and identical(ctx.output64, cpu.output64):
         # bit-identical to the cpu output under the same tolerance: the cpu's outcome is this one's
@@ -85,7 +85,7 @@ def diverging_side(ctx: CaseContext, twin: str, judge: str = "reference") -> str
     """Which side of a difference from the twin is off what `judge` compares with (the reference; the
     gradient estimate): `twin`, the target's name, "both", or "undetermined" (both within that check's
     tolerance, yet too far from each other)."""
-    other = ctx.cpu
+    other = ctx.twin
     assert other is not None
     mine, theirs = outcome(ctx, judge), outcome(other, judge)
     twin_off = other.run.error is not None or (theirs is not None and not theirs.passed)
@@ -102,7 +102,7 @@ def _against_twin(ctx: CaseContext, check: str, twin: str, named: str) -> CheckO
     compiled target).  When they differ and the reference shows the twin is the side that is off, the
     failure belongs to the twin's cells (its reference or error check), and this outcome passes, saying so.
     `twin`: its key in records ("cpu"), `named`: in sentences ("the cpu")."""
-    other = ctx.cpu
+    other = ctx.twin
     if other is None or not ctx.returned_tensor:
         return None
     tolerance = ctx.tolerance("cross_device")
@@ -145,12 +145,12 @@ def _against_twin(ctx: CaseContext, check: str, twin: str, named: str) -> CheckO
 
 def check_cross_device(ctx: CaseContext) -> CheckOutcome | None:
     """An accelerator's (or ISA path's) output against the cpu's."""
-    return _against_twin(ctx, "cross_device", "cpu", "the cpu")
+    return _against_twin(ctx, "cross_device", ctx.target.twin_label, "the cpu")
 
 
 def check_compiled(ctx: CaseContext) -> CheckOutcome | None:
     """A compiled target's output against eager on the same device."""
-    return _against_twin(ctx, "compiled", "eager", "eager")
+    return _against_twin(ctx, "compiled", ctx.target.twin_label, "eager")
 
 
 register(
@@ -202,7 +202,7 @@ register(
         "eager",
         "a compiled target's output vs eager on the same device for the same case (the side that is off the "
         "reference carries the failure)",
-        lambda spec, target, mode: target.compiled and valid_inputs(spec, target, mode),
+        lambda spec, target, mode: target.twin_check == "compiled" and valid_inputs(spec, target, mode),
         check_compiled,
         output_only=True,
         judges_values=True,

@@ -21,7 +21,7 @@ import torch
 from conformance.devices import calls
 from conformance.devices.placement import MIXED_DEVICE_MESSAGE
 from conformance.devices.runs import OpRun
-from conformance.devices.targets import Target, VirtualTarget
+from conformance.devices.targets import Target
 from conformance.spec.opspec import OpSpec, Sampled
 from conformance.spec.recipes import Case
 
@@ -39,7 +39,7 @@ def run_vjp(
     """The gradient of <op(tensor), cotangent> with respect to `tensor` (a host cotangent, put on the
     target before the call), in `run.output`; a failure of the forward or the backward is `run.error`."""
     leaf = tensor.detach().requires_grad_(True)  # the recipe's layout kept: backward sees the strides users have
-    walk = isinstance(target, VirtualTarget)
+    walk = target.backward_by_walking
     # on the target before the call: put inside it, the harness's own upload would be logged as the op's
     placed: torch.Tensor = target.put(cotangent)
 

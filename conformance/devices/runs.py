@@ -66,7 +66,7 @@ class OpRun:
     error_message: str = ""
     timed_out: bool = False  # the harness cut the call at --case-timeout
     mixed_devices: bool = False  # the error is PyTorch's "tensors on different devices"
-    not_emulatable: str | None = None
+    not_run: str | None = None  # why the target did not run it (not emulatable, compile budget spent, ...)
     resource: str | None = None  # out of memory: not a verdict on the op
     log: PlacementLog | None = None
     module_problems: list[str] = field(default_factory=list)

@@ -1,29 +1,33 @@
-"""Targets: where an op runs, how to get tensors there and back, how to wait.
+"""Targets: where an op runs.  A kind of target is one class, and everything that differs between kinds is a
+method or attribute of it: how to put a tensor or module there, how to wait for it, how to seed it, how to call
+the op there (eager, compiled, in another process), what its output is compared with, what it cannot run, how a
+rerun line names it and where it sorts in tables.  No module outside `conformance.devices` tests a target's name
+or type.
 
-Real targets are `cpu`, `cuda:N`, `mps` and `xpu:N`; virtual ones are
-`vcuda:N` (conformance.devices.virtual: CPU data, CUDA device, device rules enforced); `cpu:<level>`
-runs the cpu's kernels for a lower instruction set in a worker process (conformance.devices.isa).
-A selection string ("all", "gpu", "vcuda", "cpu,vcuda:1", "cuda") is resolved
-against what this machine actually has; asking for something absent is a
-usage error that names what exists, never a silent skip.
+Built-in kinds: `cpu`, `cuda:N`, `mps`, `xpu:N` (this module); `vcuda:N`, virtual (CPU data, CUDA device rules
+enforced); `cpu:<level>`, the cpu's kernels for a lower instruction set in a worker process
+(conformance.devices.isa_target); `<device>+compile` (conformance.devices.compiled_target).  Other packages add
+kinds through the `conformance.targets` entry point group (conformance.devices.discovery).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from conformance.devices.isa import ENV, lower_levels
 from conformance.devices.placement import ObserverMode, PlacementLog
-from conformance.devices.target_names import COMPILED_SUFFIX
 from conformance.devices.torch_private import only_lift_cpu_tensors, set_only_lift_cpu_tensors
-from conformance.devices.virtual import probe
 from conformance.devices.virtual.facade import virtual_cuda
 from conformance.devices.virtual.tensor import to_virtual
+
+if TYPE_CHECKING:  # for annotations only: the run types sit beside the calls that make them
+    from conformance.devices.runs import OpRun
+    from conformance.spec.opspec import OpSpec, Sampled
+    from conformance.spec.recipes import Case
 
 
 class TargetSelectionError(ValueError):
@@ -32,13 +36,18 @@ class TargetSelectionError(ValueError):
 
 @dataclass(frozen=True)
 class Target:
-    """One place an op can run."""
+    """One place an op can run: the cpu, and the base of every other kind (a subclass overrides what differs)."""
 
     name: str
     kind: str
     description: str = ""
     virtual: bool = False
     by_default: bool = True  # in the `default` selection (see `discover` for the one that is not)
+
+    holds_values: ClassVar[bool] = True  # its outputs hold values (a meta device's do not: only device, dtype, shape)
+    cpu_path: ClassVar[bool] = False  # the cpu's kernels for another instruction set (ops that need none skip it)
+    prefetches: ClassVar[bool] = False  # its runs can start ahead of their items (`prefetch`): its items go last
+    backward_by_walking: ClassVar[bool] = False  # its backward runs node by node (the autograd engine cannot run on it)
 
     @property
     def device(self) -> torch.device:
@@ -69,18 +78,72 @@ class Target:
         eager on the same device for a compiled target; None for the cpu itself."""
         return CPU if self.compared_with_cpu else None
 
+    @property
+    def twin_label(self) -> str:
+        """What its twin is called in messages and records."""
+        return "cpu"
+
+    @property
+    def twin_check(self) -> str:
+        """The check that compares its output with its twin's."""
+        return "cross_device"
+
+    @property
+    def child_environment(self) -> dict[str, str] | None:
+        """What a child process needs in its environment to run as this target (None: it runs in this one)."""
+        return None
+
+    @property
+    def in_default_selection(self) -> bool:
+        return self.by_default and not self.compiled
+
+    def can_run(self, *, in_process: bool, values: bool) -> bool:
+        """Whether a check that needs the op in this process (`in_process`) or output values (`values`) runs here."""
+        return (not in_process or not self.out_of_process) and (not values or self.holds_values)
+
     def put(self, value: Any) -> Any:
         """Move a tensor or module onto this target (a copy for tensors, in place for modules)."""
         return value.to(self.device)
 
     def synchronize(self) -> None:
-        """Wait for queued work so timings and errors belong to the right case."""
-        if self.kind == "cuda":
-            torch.cuda.synchronize(self.device)
-        elif self.kind == "xpu":
-            torch.xpu.synchronize(self.device)
-        elif self.kind == "mps":
-            torch.mps.synchronize()
+        """Wait for queued work so timings and errors belong to the right case (the cpu queues nothing)."""
+
+    def seed(self, seed: int) -> None:
+        """Seed the generators the op may draw from here.  Not `torch.manual_seed`: on a CUDA build with no GPU
+        initialised, it queues a lazy seeding call for cuda, xpu and mtia each, about 8 ms per call."""
+        torch.default_generator.manual_seed(seed)
+
+    def release_memory(self) -> None:
+        """Give cached memory back after an allocation failed."""
+
+    def op_function(self, spec: OpSpec) -> Callable[..., Any]:
+        """What runs the op here: the module's forward or the function (a compiled target compiles it)."""
+        if spec.module is not None:
+            return spec.module.forward
+        assert spec.call is not None
+        return spec.call
+
+    def call_budget(self, spec: OpSpec, timeout_s: float) -> tuple[float, str | None]:
+        """The per-call time limit for this op here, and why the op is not run here at all (None: it is)."""
+        return timeout_s, None
+
+    def run_elsewhere(self, spec: OpSpec, case: Case, sampled: Sampled | None, timeout_s: float) -> OpRun | None:
+        """The op's run where it does not run in this process (None: it does, conformance.devices.calls)."""
+        return None
+
+    def prefetch(self, spec: OpSpec, case: Case, sampled: Sampled | None, timeout_s: float) -> None:
+        """Start the op's run on a case ahead of its item (a target that `prefetches`: it runs elsewhere)."""
+
+    def discard_prefetched(self) -> None:
+        """Drop answers prefetched for cases no item will ask for any more."""
+
+    def not_run_message(self, reason: str) -> str:
+        """How a skip says why a case or item was not run here."""
+        return f"not run on {self.name}: {reason}"
+
+    def cannot_run(self, exc: BaseException) -> str | None:
+        """Why an exception the op raised here says the target cannot run it, not that the op is wrong (None)."""
+        return None
 
     @contextlib.contextmanager
     def active(self, log: PlacementLog | None = None) -> Iterator[None]:
@@ -102,11 +165,57 @@ class Target:
         return {"name": self.name, "kind": self.kind, "description": self.description, "virtual": self.virtual}
 
 
+CPU = Target("cpu", "cpu", "host CPU")
+
+
+@dataclass(frozen=True)
+class CudaTarget(Target):
+    """`cuda:N` (also a ROCm build's devices, which PyTorch names cuda)."""
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize(self.device)
+
+    def seed(self, seed: int) -> None:
+        super().seed(seed)
+        if torch.cuda.is_initialized():
+            torch.cuda.manual_seed_all(seed)
+
+    def release_memory(self) -> None:
+        torch.cuda.empty_cache()
+
+
+@dataclass(frozen=True)
+class MpsTarget(Target):
+    """`mps`: Apple Metal."""
+
+    def synchronize(self) -> None:
+        torch.mps.synchronize()
+
+    def seed(self, seed: int) -> None:
+        super().seed(seed)
+        torch.mps.manual_seed(seed)
+
+
+@dataclass(frozen=True)
+class XpuTarget(Target):
+    """`xpu:N`: Intel GPUs."""
+
+    def synchronize(self) -> None:
+        torch.xpu.synchronize(self.device)
+
+    def seed(self, seed: int) -> None:
+        super().seed(seed)
+        if torch.xpu.is_initialized():
+            torch.xpu.manual_seed_all(seed)
+
+
 @dataclass(frozen=True)
 class VirtualTarget(Target):
     """`vcuda:N`: tensors report cuda:N, data and kernels stay on the CPU (see conformance.devices.virtual)."""
 
     count: int = 2  # how many virtual devices torch.cuda reports while active
+
+    backward_by_walking = True  # the autograd engine would look for a real CUDA device to run on
 
     @property
     def device(self) -> torch.device:
@@ -121,88 +230,17 @@ class VirtualTarget(Target):
     def synchronize(self) -> None:
         """Nothing is queued: the CPU kernels have finished when the op returns."""
 
+    def not_run_message(self, reason: str) -> str:
+        return f"not emulatable on a virtual device: {reason}"
+
     @contextlib.contextmanager
     def active(self, log: PlacementLog | None = None) -> Iterator[None]:
         with virtual_cuda(self.count, log):
             yield
 
 
-@dataclass(frozen=True)
-class IsaTarget(Target):
-    """`cpu:<level>`: the cpu with kernels for a lower instruction set, in a worker process
-    (conformance.devices.isa)."""
-
-    level: str = "default"
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
-
-    @property
-    def compared_with_cpu(self) -> bool:
-        return True
-
-    @property
-    def out_of_process(self) -> bool:
-        return True
-
-
-CPU = Target("cpu", "cpu", "host CPU")
-
-
-@dataclass(frozen=True)
-class CompiledTarget(Target):
-    """`<device>+compile`: the op through torch.compile (Inductor) on a real device, compared with the reference
-    and with eager on that device.  Virtual devices are not compile targets (their dispatch is Python)."""
-
-    eager: Target = CPU
-
-    @property
-    def device(self) -> torch.device:
-        return self.eager.device
-
-    @property
-    def compiled(self) -> bool:
-        return True
-
-    @property
-    def compared_with_cpu(self) -> bool:
-        return False  # its `compiled` check compares it with eager on its own device
-
-    @property
-    def twin(self) -> Target | None:
-        return self.eager
-
-    def put(self, value: Any) -> Any:
-        return self.eager.put(value)
-
-    def synchronize(self) -> None:
-        self.eager.synchronize()
-
-    def active(self, log: PlacementLog | None = None) -> Any:
-        return self.eager.active(log)
-
-
-def compile_targets(real: list[Target]) -> list[Target]:
-    """One `+compile` target per real device."""
-    return [
-        CompiledTarget(
-            f"{t.name}{COMPILED_SUFFIX}", t.kind, f"{t.description}, through torch.compile (Inductor)", eager=t
-        )
-        for t in real
-    ]
-
-
-def isa_targets() -> list[Target]:
-    return [
-        IsaTarget(f"cpu:{level}", "cpu", f"host CPU, {ENV}={level} (worker process)", level=level)
-        for level in lower_levels()
-    ]
-
-
 VIRTUAL_DESCRIPTION = "virtual: cpu data and kernels, cuda device rules"
 ALL_VIRTUAL = "--targets default,vcuda"
-SECOND_RUN = "CUDA_VISIBLE_DEVICES= python -m conformance run --targets vcuda"
 
 
 def virtual_targets(count: int, only_last_by_default: bool = False) -> list[Target]:
@@ -220,105 +258,3 @@ def virtual_targets(count: int, only_last_by_default: bool = False) -> list[Targ
         )
         for i in range(count)
     ]
-
-
-def default_virtual_count(real: list[Target]) -> int:
-    """Two virtual devices unless two real accelerators can already show device-index bugs."""
-    return 2 if sum(t.is_accelerator for t in real) < 2 else 0
-
-
-def virtual_unavailable_reason() -> str | None:
-    """Why this process offers no vcuda targets, or None.
-
-    Not beside a real CUDA device: vcuda:N shares the name cuda:N with it, so library caches keyed by
-    device hand real tensors to virtual runs and back, and bindings that set the real device guard
-    fail for an index the GPU lacks.  Not where torch lacks a private API they rest on (the probe)."""
-    real_cuda = [t.name for t in _real_targets() if t.kind == "cuda"]
-    if real_cuda:
-        return (
-            f"virtual targets are not offered beside a real CUDA device ({', '.join(real_cuda)}): vcuda:N "
-            f"would share the name cuda:N with it (library caches keyed by device would mix real and virtual "
-            f"tensors); run them as a second run without the GPU: {SECOND_RUN}"
-        )
-    return probe.unavailable_reason()
-
-
-def discover(virtual: int | None = None, isa: bool = True) -> list[Target]:
-    """Every target visible to this process: cpu, its lower ISA paths, real accelerators, virtual ones.
-
-    `virtual`: how many vcuda:N targets to add (None: `default_virtual_count`, or none where
-    `virtual_unavailable_reason` gives a reason; asking for some then is an error saying it).  Unless the
-    count was asked for, the `default` selection takes only the last, vcuda:1: the op runs on a device
-    that is not the current one, so a tensor made on the current device or left on the host meets the
-    input as a device mix, which is all vcuda:0 shows too (their 3,207 items of the `ci` suite gave the same
-    verdicts), at half the cost; `--targets vcuda` or `all` still name both.
-    """
-    found = _real_targets()
-    reason = virtual_unavailable_reason() if virtual != 0 else None
-    if reason is not None and virtual is not None:
-        raise TargetSelectionError(f"{virtual} virtual devices were asked for (--virtual-devices): {reason}")
-    count = 0 if reason is not None else default_virtual_count(found) if virtual is None else virtual
-    virtual_ones = virtual_targets(count, only_last_by_default=virtual is None)
-    return found[:1] + (isa_targets() if isa else []) + found[1:] + compile_targets(found) + virtual_ones
-
-
-def _real_targets() -> list[Target]:
-    found = [CPU]
-    if torch.cuda.is_available():
-        for index in range(torch.cuda.device_count()):
-            found.append(Target(f"cuda:{index}", "cuda", torch.cuda.get_device_name(index)))
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        found.append(Target("mps", "mps", "Apple Metal"))
-    xpu = getattr(torch, "xpu", None)
-    if xpu is not None and xpu.is_available():
-        for index in range(xpu.device_count()):
-            found.append(Target(f"xpu:{index}", "xpu", xpu.get_device_name(index)))
-    return found
-
-
-def parse_selection(text: str) -> list[str]:
-    """Split a selection string; syntax errors are found without importing devices."""
-    tokens = [token.strip() for token in text.split(",")]
-    if not text.strip() or any(not token for token in tokens):
-        raise TargetSelectionError(f"empty entry in target list {text!r}; use e.g. 'cpu,cuda:0', 'all' or 'gpu'")
-    return tokens
-
-
-def select(text: str, available: list[Target]) -> list[Target]:
-    """Resolve a selection against the available targets, keeping their order."""
-    by_name = {target.name: target for target in available}
-    names = ", ".join(by_name)
-    chosen: set[str] = set()
-    for token in parse_selection(text):
-        if token == "all":
-            chosen.update(by_name)
-        elif token == "default":  # every target but the compiled ones (they compile each op: opt in) and vcuda:0
-            chosen.update(t.name for t in available if not t.compiled and t.by_default)
-        elif token == "compile":
-            chosen.update(t.name for t in available if t.compiled)
-        elif token == "gpu":
-            accelerators = [t.name for t in available if t.is_accelerator and not t.virtual and not t.compiled]
-            if not accelerators:
-                raise TargetSelectionError(
-                    f"'gpu' selects no target: no real accelerator is visible "
-                    f"(available: {names}; virtual ones are selected by 'vcuda')"
-                )
-            chosen.update(accelerators)
-        elif token in by_name:
-            chosen.add(token)
-        elif token == "isa":
-            chosen.update(t.name for t in available if isinstance(t, IsaTarget))
-        elif token in {t.kind for t in available}:  # "cuda" means every cuda:N (eager)
-            chosen.update(t.name for t in available if t.kind == token and not t.compiled)
-        elif (
-            token.split(":")[0] == "vcuda"
-            and not any(t.virtual for t in available)
-            and (reason := virtual_unavailable_reason()) is not None
-        ):
-            raise TargetSelectionError(f"{token!r}: {reason}")
-        else:
-            raise TargetSelectionError(
-                f"unknown target {token!r} (available: {names}; or 'default', 'all', 'gpu', 'vcuda', 'isa', 'compile')"
-            )
-    return [target for target in available if target.name in chosen]

@@ -181,7 +181,7 @@ class CaseCache:
             mode,
             tensor_in,
             run,
-            cpu=cpu,
+            twin=cpu,
             tolerances=self.tolerances,
             baseline=self.baseline,
             timeout_s=self.timeout_s,
@@ -205,7 +205,7 @@ class CaseResult:
 
     outcomes: list[CheckOutcome]
     arrays: dict[str, np.ndarray]
-    not_emulatable: str | None = None  # a virtual target cannot run this op
+    not_run: str | None = None  # why the target did not run it (not emulatable, compile budget spent, ...)
     resource: str | None = None  # the case ran out of memory: recorded, not a verdict
 
     @property
@@ -216,8 +216,8 @@ class CaseResult:
 def check_case(spec: OpSpec, case: Case, target: Target, cache: CaseCache, mode: str) -> CaseResult:
     """Run one case on one target through every applicable check (for the harness's tests and benchmarks)."""
     ctx = cache.context(spec, case, target, mode)
-    if ctx.run.not_emulatable is not None:
-        return CaseResult([], {}, not_emulatable=ctx.run.not_emulatable)
+    if ctx.run.not_run is not None:
+        return CaseResult([], {}, not_run=ctx.run.not_run)
     if ctx.run.resource is not None:
         return CaseResult([], {}, resource=ctx.run.resource)
     found = [cache.outcome(ctx, check.name) for check in applicable(spec, target, mode, dtype=case.recipe.dtype)]

@@ -82,7 +82,8 @@ def build(config: pytest.Config) -> RunConfig:
     are here, not at the top: they import torch, which the plugin must not do in sessions that do not ask for
     conformance.)"""
     from conformance.checks.registry import value_checks
-    from conformance.devices.targets import TargetSelectionError, discover, select
+    from conformance.devices.discovery import discover, select
+    from conformance.devices.targets import TargetSelectionError
     from conformance.spec import overrides
     from conformance.spec.issue_files import load
     from conformance.spec.known_issues import KnownIssuesError

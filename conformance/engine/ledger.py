@@ -20,6 +20,7 @@ from conformance.engine.worst import WorstCases
 from conformance.spec import known_issues as ki
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import Case
+from conformance.store.tally import Phase, Tally
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,10 @@ class ItemState:
     applicable: list[ki.KnownIssue]
     plan_key: tuple[str, ...] = ()  # the variant's cases: drawn once, checked by every target's items
     shared_key: tuple[str, ...] | None = None  # an operation's cases, shared by its implementations
-    reproduced: set[str] = field(default_factory=set)
-    in_scope: Counter = field(default_factory=Counter)  # issue id -> counted cases in its scope
-    reproductions: Counter = field(default_factory=Counter)  # issue id -> counted cases it explained
-    warnings: Counter = field(default_factory=Counter)  # warning message -> cases
+    reproduced: set[str] = field(default_factory=set)  # issues explaining a case, counted or not
+    # the item's one count of its counted cases (the record writer's, which writes it): verdicts, known issues'
+    # scope, warnings; read here, so pytest's verdict and the summary cannot disagree
+    tally: Tally = field(default_factory=Tally)
     features_seen: set[str] = field(default_factory=set)  # feature names of its cases (for `where` typos)
     checked: int = 0  # cases the check applied to (it has nothing to look at when, e.g., the op raised)
     failure_seen: bool = False
@@ -79,30 +80,38 @@ class ItemState:
             f"[{info.dtype}, {info.mode}]"
         )
 
-    def phase(self, unexpected: bool, replaying: bool) -> str:
-        """Which phase of the item this example belongs to: explore, shrink, final or replay (only explore,
-        final and replay are counted)."""
+    @property
+    def in_scope(self) -> Counter[str]:
+        """Issue id -> counted cases in its scope."""
+        return Counter({issue: cases[0] for issue, cases in self.tally.issue_scope.items()})
+
+    @property
+    def reproductions(self) -> Counter[str]:
+        """Issue id -> counted cases it explained."""
+        return Counter({issue: cases[1] for issue, cases in self.tally.issue_scope.items()})
+
+    def phase(self, unexpected: bool, replaying: bool) -> Phase:
+        """Which phase of the item this example belongs to (the one place that decides it; `Phase.counted` says
+        whether it counts, for this ledger and the records alike)."""
         if self.source == "plan":
-            return "explore"  # each planned case once, as hypothesis' generation would have it
+            return Phase.EXPLORE  # each planned case once, as hypothesis' generation would have it
         if is_final_example():
-            return "replay" if replaying else "final"
+            return Phase.REPLAY if replaying else Phase.FINAL
         if unexpected or self.failure_seen or self.source == "shrink":
             # hypothesis reruns the minimal failure as its final example; after a planned case
             # failed, its rerun of the earlier cases was counted already
-            return "shrink"
-        return "replay" if replaying else "explore"
+            return Phase.SHRINK
+        return Phase.REPLAY if replaying else Phase.EXPLORE
 
-    def count(self, judged: Judgement, scoped: list[ki.KnownIssue], counted: bool, warning: str | None) -> None:
-        """One checked case: the entries in whose scope it was, the one that explained it, a warning."""
+    def count(self, judged: Judgement, scoped: list[ki.KnownIssue], phase: Phase) -> None:
+        """One checked case: the entries in whose scope it was and the one that explained it (which is in scope);
+        its verdict and warning reach the tally with its record."""
         self.checked += 1
-        if counted:
-            self.in_scope.update(i.id for i in scoped)
         if judged.issue is not None:
             self.reproduced.add(judged.issue.id)
-            if counted:
-                self.reproductions[judged.issue.id] += 1
-        if warning is not None and counted:
-            self.warnings[warning] += 1
+        if phase.counted:
+            for issue in scoped:
+                self.tally.count_issue(issue.id, 1, int(issue is judged.issue))
 
 
 @dataclass
@@ -118,7 +127,7 @@ class ItemEnd:
 def shown_warnings(state: ItemState) -> list[str]:
     return [
         f"{state.where}: {state.check} in {count} of {state.examples} cases: {message}"
-        for message, count in state.warnings.items()
+        for message, count in state.tally.warning_cases.items()
     ]
 
 

@@ -24,11 +24,11 @@ def variant_group(nodeid: str, test: str, dtype: str, mode: str, spec: Any) -> t
     return nodeid.split("::")[0], operation, dtype, mode
 
 
-def operation_order(items: list[Any], spec_of: Callable[[Any], Any]) -> list[Any]:
+def operation_order(items: list[Any], spec_of: Callable[[Any], Any], last: frozenset[str] = frozenset()) -> list[Any]:
     """Items sorted by their variant group's first appearance, then by target (in the order targets
-    first appear, cpu instruction-set levels last), then by test, keeping pytest's order within a test
-    and target (checks); stable, so the same on every xdist worker.  A group of one test keeps
-    pytest's order exactly."""
+    first appear, those named in `last` after the others: their runs are prefetched), then by test, keeping
+    pytest's order within a test and target (checks); stable, so the same on every xdist worker.  A group of one
+    test keeps pytest's order exactly."""
     first_of_group: dict[tuple[str, str, str, str], int] = {}
     first_of_test: dict[tuple[str, str], int] = {}
     target_rank: dict[str, int] = {}
@@ -40,7 +40,7 @@ def operation_order(items: list[Any], spec_of: Callable[[Any], Any]) -> list[Any
         target = str(item.callspec.params["target"])
         first_of_group.setdefault(group, index)
         first_of_test.setdefault(test, index)
-        # ISA targets last: their worker processes compute what the other targets' items hand them meanwhile
-        target_rank.setdefault(target, len(target_rank) + (1000 if target.startswith("cpu:") else 0))
+        # prefetching targets last: their workers compute what the other targets' items hand them meanwhile
+        target_rank.setdefault(target, len(target_rank) + (1000 if target in last else 0))
         keyed.append((first_of_group[group], target_rank[target], first_of_test[test], index))
     return [items[k[3]] for k in sorted(keyed)]

@@ -12,9 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from conformance.devices import isa_feed
-from conformance.devices.calls import prefetch_on_isa
-from conformance.devices.targets import IsaTarget, Target
+from conformance.devices.targets import Target
 from conformance.engine.cases import CaseCache, SamplerRaised
 from conformance.engine.ledger import ItemInfo, ItemState
 from conformance.spec.opspec import OpSpec
@@ -25,13 +23,13 @@ PREFETCH_BYTES = 512 * 2**20  # estimated outputs held for a variant group's ISA
 
 class IsaPrefetch:
     def __init__(self, targets: Iterable[Target], cache: CaseCache) -> None:
-        self.targets = [t for t in targets if isinstance(t, IsaTarget)]
+        self.targets = [t for t in targets if t.prefetches]
         self.cache = cache
         self._items: set[tuple[str, str, str, str]] = set()  # (test, dtype, mode, target) on ISA targets
         self._group: tuple[str, ...] | None = None  # the variant group the running items belong to
         self._handed: set[str] = set()  # cases of the group already handed to the workers
         self._bytes = 0
-        self._plans: dict[tuple[str, str, str], list[tuple[OpSpec, list[IsaTarget]]]] = {}
+        self._plans: dict[tuple[str, str, str], list[tuple[OpSpec, list[Target]]]] = {}
 
     def learn_items(self, items: Iterable[ItemInfo]) -> None:
         """The session's items: which ops have items on which ISA targets."""
@@ -45,7 +43,7 @@ class IsaPrefetch:
             self._handed.clear()
             self._bytes = 0
             for target in self.targets:
-                isa_feed.worker(target.level).discard()
+                target.discard_prefetched()
 
     def hand_over(self, state: ItemState, case: Case) -> None:
         """Hand a case of this variant to the workers, for every op of the group that has items there."""
@@ -60,10 +58,10 @@ class IsaPrefetch:
             if isinstance(sampled, SamplerRaised):
                 continue  # its run on every target is the sampler's error: nothing for a worker to do
             for target in targets:
-                prefetch_on_isa(other, relabelled, target, sampled, self.cache.timeout_s)
+                target.prefetch(other, relabelled, sampled, self.cache.timeout_s)
                 self._bytes += 8 * math.prod(case.recipe.shape)
 
-    def _plan(self, state: ItemState) -> list[tuple[OpSpec, list[IsaTarget]]]:
+    def _plan(self, state: ItemState) -> list[tuple[OpSpec, list[Target]]]:
         """The ops that check this item's cases (the operation's implementations sharing them), each with the
         ISA targets it has items on; worked out once per op, dtype and mode."""
         info = state.info

@@ -18,6 +18,7 @@ from conformance.spec import known_issues as ki
 from conformance.spec.recipes import Case
 from conformance.store.outputs import OutputRecorder
 from conformance.store.records import RecordWriter
+from conformance.store.tally import Phase
 
 KNOWN_ISSUE_ARRAY_ELEMENTS = 1 << 18  # largest array kept for a known issue's picture (a 3x256x341 image)
 
@@ -47,7 +48,7 @@ class CaseRecorder:
         if member is not None and member.operation.name not in self._operations:
             self._operations.add(member.operation.name)
             self.records.operation(member.operation.describe())
-        self.records.item_started(
+        state.tally = self.records.item_started(  # the item's one count, which its ledger reads
             self.base(state),
             state.nodeid,
             state.check,
@@ -71,18 +72,7 @@ class CaseRecorder:
             }
             for issue, cases in staleness.too_few
         ]
-        self.records.item_ended(
-            self.base(state),
-            state.nodeid,
-            state.check,
-            interrupted=interrupted,
-            issue_scope={
-                i.id: (state.in_scope[i.id], state.reproductions[i.id])
-                for i in state.applicable
-                if state.in_scope[i.id]
-            },
-            notes=notes,
-        )
+        self.records.item_ended(self.base(state), state.nodeid, state.check, interrupted=interrupted, notes=notes)
 
     def item_verdict(self, state: ItemState, verdict: str, message: str) -> None:
         self.records.item_verdict(self.base(state), state.nodeid, state.check, verdict, message)
@@ -109,15 +99,15 @@ class CaseRecorder:
         ctx: CaseContext,
         outcome: CheckOutcome,
         judged: Judgement,
-        phase: str,
+        phase: Phase,
         repro: str | None,
     ) -> None:
         """One checked example: a row of the examples table; its arrays for the report where it failed (the final,
         shrunk example) or is the first example of a known issue on this op and target."""
         artifact = None
-        keep = phase in ("final", "replay") and judged.unexpected
+        keep = phase in (Phase.FINAL, Phase.REPLAY) and judged.unexpected
         known = (judged.issue.id, state.spec.name, state.target.name) if judged.issue is not None else None
-        new_known = known is not None and known not in self._known_arrays and phase == "explore"
+        new_known = known is not None and known not in self._known_arrays and phase is Phase.EXPLORE
         if keep or new_known:
             kept = arrays(ctx)
             # a known issue's picture waits for a case of a readable size (a random draw can be 1080p: 9 MB on

@@ -17,7 +17,7 @@ from typing import Any
 
 from conformance.checks.registry import CheckOutcome, value_checks
 from conformance.devices import deadline, isa_feed
-from conformance.devices.calls import COMPILE_STATS
+from conformance.devices.compiled_target import COMPILE_STATS
 from conformance.engine import interrupts
 from conformance.engine.case_sources import CaseSources, from_config
 from conformance.engine.cases import CaseCache
@@ -224,9 +224,8 @@ class ConformanceRun:
         if not self.cache.has_context(spec, case, state.target, mode):
             self.recorder.case_started(state, case, stamp)  # the op runs now: if it kills or hangs the process
         ctx = self.cache.context(spec, case, state.target, mode)
-        if ctx.run.not_emulatable is not None:
-            where = "not run compiled" if state.target.compiled else "not emulatable on a virtual device"
-            raise CaseNotRunnable(f"{where}: {ctx.run.not_emulatable}")
+        if ctx.run.not_run is not None:
+            raise CaseNotRunnable(state.target.not_run_message(ctx.run.not_run))
         if ctx.run.resource is not None:  # out of memory: recorded, and the next case runs
             self.recorder.resource(state, case, ctx.run.resource)
             return
@@ -235,8 +234,7 @@ class ConformanceRun:
         state.features_seen.update(features)
         judged = judge(outcome, state.applicable, features) if outcome is not None else Judgement("pass")
         phase = state.phase(judged.unexpected, self.replay is not None)
-        counted = phase in ("explore", "final", "replay")
-        if counted:
+        if phase.counted:
             state.examples += 1
             if state.worst is not None and outcome is not None:
                 state.worst.observe(ctx, outcome)
@@ -244,12 +242,7 @@ class ConformanceRun:
         if outcome is None:  # nothing for this check to look at in this case (e.g. the op raised)
             state.settled.add(case.key)
             return
-        state.count(
-            judged,
-            self._scoped(state, outcome, judged, features),
-            counted,
-            outcome.message if judged.verdict == "warning" else None,
-        )
+        state.count(judged, self._scoped(state, outcome, judged, features), phase)
         repro = rerun_line(state.nodeid, case.to_json(), state.target.name) if not outcome.passed else None
         self.recorder.example(state, case, ctx, outcome, judged, phase, repro)
         if judged.unexpected:

@@ -1,5 +1,9 @@
 """Build `reports/<run>/index.html` from a run's result store (also after a crash or kill).
 
+Its counts and verdicts are the run's summary.json as written (`report_summary`): one summary, one idea of
+whether the run was complete.  The store is read here only for what a summary does not hold: the worst cases
+a cell opens to, with their arrays, and the known-issue entries that describe them.
+
 The page is one file: index.html with its pictures embedded (PNG data URIs), no network needed to view it.
 Only failing and known-issue examples that kept arrays get pictures, so the report's
 size follows the failures, not the passing examples.
@@ -20,8 +24,8 @@ from conformance.report.figures import detail_figures
 from conformance.report.heatmaps import heatmaps, shown_entries
 from conformance.report.history import previous_run, slowdowns
 from conformance.store import examples
-from conformance.store.aggregate import Summarizer
-from conformance.store.reader import RunRecords, was_complete
+from conformance.store.aggregate import report_summary
+from conformance.store.reader import RunRecords
 from conformance.store.repro_command import repro_line
 from conformance.store.tally import VERDICT_ORDER
 from conformance.store.timings import TimingsError, read
@@ -161,21 +165,20 @@ def _template_environment() -> Environment:
 
 
 def build_report(run_dir: Path, *, title: str | None = None) -> Path:
-    """Write run_dir/index.html (pictures embedded) from the run's store: the journal streamed
-    (one record per item), and of the examples table only the rows that did not pass."""
-    complete = was_complete(run_dir)
+    """Write run_dir/index.html (pictures embedded): the summary.json the run wrote (written first where the
+    run has none, see `report_summary`), and the worst cases from the store: the journal streamed (one record
+    per item), and of the examples table only the rows that did not pass.  A summary.json that cannot be shown
+    raises SummaryError (a StoreError) before anything is written."""
+    summary = report_summary(run_dir)
     environments = _environments(run_dir)
-    summarizer, findings, worst = Summarizer(), Findings(), crosslib.WorstRecords()
-    records = RunRecords(run_dir)
+    findings, worst = Findings(), crosslib.WorstRecords()
     loaded: dict[str, Any] = {}
-    for record in records:
-        summarizer.add(record)
+    for record in RunRecords(run_dir):
         findings.add(record)
         worst.add(record)
         if record.get("kind") == "item":
             loaded.update(record.get("known_issues_loaded") or {})
     findings.add_rows(run_dir, loaded)
-    summary = summarizer.summary(environments[0] if environments else None, torn=records.torn, complete=complete)
     stale = run_dir / OLD_PICTURE_FOLDER  # pictures are in the pages now; an older report's folder goes
     if stale.is_symlink() or stale.is_file():  # (a link is removed, never followed)
         stale.unlink()

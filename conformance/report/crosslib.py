@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from conformance.devices.target_names import table_order
 from conformance.report import pictures
 from conformance.report.figures import artifact_path
 from conformance.spec.libraries import ORDER
@@ -37,14 +38,6 @@ def _number(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if number != number else number
-
-
-def _target_order(target: str) -> tuple[float, str]:
-    kind = target.split(":")[0]
-    return (
-        {"cpu": 0, "cuda": 1, "mps": 2, "xpu": 3, "vcuda": 4}.get(kind, 5) + (0.5 if target.startswith("cpu:") else 0),
-        target,
-    )
 
 
 class WorstRecords:
@@ -146,7 +139,7 @@ def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None
             _pair(mirror.pairs, (op, target), info | {"library": entries[(machine, op, target)].library}, dtype, mode)
     columns = sorted(
         {(e.machine, e.library, e.target) for e in entries.values()},
-        key=lambda c: (c[0], ORDER.index(c[1]) if c[1] in ORDER else len(ORDER), c[1], _target_order(c[2])),
+        key=lambda c: (c[0], ORDER.index(c[1]) if c[1] in ORDER else len(ORDER), c[1], table_order(c[2])),
     )
     rows = []
     for name in sorted({implementation[e.op][0] for e in entries.values()}):

@@ -217,7 +217,7 @@ def from_case(argument: str, target: str, mode: str | None, cases: Path) -> Fail
         raise ReproError(f"{spec.name} has no mode {chosen!r} for {dtype} (its modes: {', '.join(modes) or 'none'})")
     result = check_case(spec, case, CPU, CaseCache(), chosen)
     if not result.arrays:
-        raise ReproError(f"the case did not run on the cpu here: {result.not_emulatable or result.resource}")
+        raise ReproError(f"the case did not run on the cpu here: {result.not_run or result.resource}")
     arrays = dict(result.arrays)
     names = [c.name for c in applicable(spec, CPU, chosen, dtype=dtype)]
     failing = [o for o in result.failures if o.check in SUPPORTED]

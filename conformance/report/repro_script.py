@@ -16,6 +16,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader
 
 from conformance.devices.calls import sample_params
+from conformance.devices.target_names import script_device
 from conformance.report.repro import Failure, from_case, from_run
 from conformance.report.repro_source import render
 from conformance.report.repro_trace import public_name
@@ -59,22 +60,6 @@ def layout_code(layout: str) -> list[str]:
         elif isinstance(node, ast.Return):
             return ast.unparse(node).splitlines()
     return ["return tensor.contiguous()"]
-
-
-def _device(target: str) -> tuple[str, str, bool, list[str]]:
-    """(device, cpu capability, compiled, notes) of a target name."""
-    notes = []
-    base, compiled = target.removesuffix("+compile"), target.endswith("+compile")
-    device, isa = base, ""
-    if base.startswith("cpu:"):
-        device, isa = "cpu", base.partition(":")[2]  # the value ATEN_CPU_CAPABILITY takes: "default", "avx2", ...
-    elif base.startswith("vcuda:"):
-        device = "cuda:" + base.partition(":")[2]
-        notes.append(
-            f"Found on the virtual device {base} (CPU data that reports a CUDA device, device rules enforced): "
-            f"the script runs on {device}, which needs a CUDA machine."
-        )
-    return device, isa, compiled, notes
 
 
 def _expected(failure: Failure) -> np.ndarray | None:
@@ -142,7 +127,8 @@ def write_repro(failure: Failure, script: Path) -> Path:
     except Exception:  # noqa: BLE001 - a sampler that raises: the call is written without a sample
         sampled = None
     rendered = render(spec, case, x, sampled, str(failure.case_folder) + os.sep)
-    device, isa, compiled, notes = _device(failure.target)
+    found = script_device(failure.target)
+    device, isa, compiled, notes = found.device, found.cpu_capability, found.compiled, list(found.notes)
     notes += [f"{note}." for note in rendered.notes]
     imports = list(rendered.imports)
     expected_error, match = _error(failure, imports)

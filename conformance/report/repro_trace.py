@@ -38,10 +38,10 @@ def public_name(obj: Any) -> tuple[str, str] | None:
     parts, found = module.split("."), []
     for end in range(1, len(parts) + 1):
         prefix = ".".join(parts[:end])
-        target = sys.modules.get(prefix, MISSING)
+        reached = sys.modules.get(prefix, MISSING)
         for attribute in qualname.split("."):
-            target = getattr(target, attribute, MISSING)
-        if target is obj:
+            reached = getattr(reached, attribute, MISSING)
+        if reached is obj:
             found.append(prefix)
     public = [p for p in found if not any(part.startswith("_") for part in p.split("."))]
     chosen = (public or found)[:1]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conformance.devices.calls import COMPILE_BUDGET_S
+from conformance.devices.compiled_target import COMPILE_BUDGET_S
 from conformance.devices.environment import header_lines
 from conformance.report.build import build_report
 from conformance.report.markdown import append_to_step_summary

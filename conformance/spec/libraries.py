@@ -5,12 +5,17 @@ offers to operations (the names reports use, and the default op-name suffix), an
 under test.  Everything else reads these records: the imported versions (conformance.spec.versions), the
 environment a run records (conformance.devices.environment), the cross-library page's column order, and the
 test that references never enter a library under test.  Adding a library is one record here (and its
-package in pyproject's extras).
+package in pyproject's extras), or, from another package, an entry point in the `conformance.libraries` group
+that names a dict of its fields (conformance.spec.extensions).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from conformance.spec.extensions import LIBRARIES as LIBRARY_GROUP
+from conformance.spec.extensions import extensions
 
 # The implementation names reports use (an Implementation's `library`)
 TV2, TV1, TVIO = "torchvision v2", "torchvision v1", "torchvision.io"
@@ -34,7 +39,7 @@ class Library:
     dtypes_since: tuple[tuple[str, str], ...] = ()
 
 
-LIBRARIES: tuple[Library, ...] = (
+BUILT_IN: tuple[Library, ...] = (
     Library("torch", "torch"),
     # uint16 images: torchvision 0.20's release notes (before, v2 kernels read them as other integers or refuse)
     Library(
@@ -50,6 +55,30 @@ LIBRARIES: tuple[Library, ...] = (
     Library("pytest-xdist", "xdist", under_test=False),
 )
 
+
+def _installed() -> tuple[Library, ...]:
+    """The libraries installed packages add: each a new distribution, its implementations' names and suffixes new."""
+    known = {library.package for library in BUILT_IN}
+    names = {name for library in BUILT_IN for pair in library.implementations for name in pair}
+    added = []
+    for extension in extensions(LIBRARY_GROUP):
+        try:  # plain data: loaded while this module is imported, the entry point's module cannot import it
+            fields: dict[str, Any] = dict(extension.value)
+            if "implementations" in fields:
+                fields["implementations"] = tuple(tuple(pair) for pair in fields["implementations"])
+            library = Library(**fields)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise extension.problem(f"is not a mapping of Library's fields (package, module, ...): {exc}") from None
+        clashes = sorted(({library.package} & known) | ({n for pair in library.implementations for n in pair} & names))
+        if clashes:
+            raise extension.problem(f"names {', '.join(map(repr, clashes))}, which another library already has")
+        known.add(library.package)
+        names.update(n for pair in library.implementations for n in pair)
+        added.append(library)
+    return tuple(added)
+
+
+LIBRARIES: tuple[Library, ...] = BUILT_IN + _installed()
 ORDER = tuple(name for library in LIBRARIES for name, _ in library.implementations)  # the page's columns
 SUFFIXES = {name: suffix for library in LIBRARIES for name, suffix in library.implementations}
 IMPORT_NAMES = {library.package: library.module for library in LIBRARIES}  # distribution -> module

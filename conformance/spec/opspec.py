@@ -157,7 +157,7 @@ class OpSpec:
         nothing of the cpu's kernels, none on its lower instruction-set targets)."""
         if self.host_only:
             return target.name == "cpu"
-        return self.cpu_paths or getattr(target, "level", None) is None
+        return self.cpu_paths or not target.cpu_path
 
     def unmet_requirement(self) -> str | None:
         """Why this op cannot be tested with the imported packages (naming their versions), or None."""

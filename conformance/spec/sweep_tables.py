@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from conformance.spec import sweep_kornia_tables as kornia_tables
+from conformance.spec.extensions import SWEEP_ARGUMENTS, extensions
 from conformance.spec.sweep_functions import FUNCTIONS
 from conformance.spec.sweep_kornia_tables import BATCH_OF_ONE, CHANNELS, NAMED_BY_MODULE
 
@@ -104,7 +105,20 @@ _ARGUMENTS: dict[str, dict[str, Any]] = {
     "torchvision.transforms.v2.RandomZoomOut": {"side_range": (1.0, 2.0)},
     "torchvision.transforms.v2.RandomResize": {"min_size": 8, "max_size": 16},
 }
-ARGUMENTS = Arguments(_ARGUMENTS, kornia_tables.ARGUMENTS)
+
+
+def _installed() -> list[Mapping[str, Any]]:
+    """The tables installed packages add (`conformance.sweep_arguments`): qualified class name -> arguments."""
+    tables = []
+    for extension in extensions(SWEEP_ARGUMENTS):
+        table = extension.value
+        if not isinstance(table, Mapping) or not all(isinstance(k, str) and "." in k for k in table):
+            raise extension.problem("is not a mapping of qualified class names ('package.module.Class') to arguments")
+        tables.append(table)
+    return tables
+
+
+ARGUMENTS = Arguments(_ARGUMENTS, kornia_tables.ARGUMENTS, *_installed())  # an installed package's entries win
 OWN_ARGUMENTS = "CONFORMANCE_SWEEP_ARGUMENTS"  # a swept module's {class name: arguments} for its own classes
 
 

@@ -7,6 +7,9 @@ measurement, warnings) and writes it with the item's end; the summary adds up ta
 item-level records (skips, stale known issues, crashes, out-of-memory cases), so building it reads
 one record per item, never the examples.  An item that was running when the session stopped (Ctrl-C,
 SIGTERM, a kill) is marked `interrupted`, so a half-checked item is never shown as a plain pass.
+
+summary.json is the run's one summary: the report shows it as written (`report_summary`), never a summary of
+its own, so the page, the file and the terminal agree on every count and on whether the run was complete.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from conformance.devices.target_names import is_virtual_name
 from conformance.spec.item_ids import parse_item_id
-from conformance.store.reader import RunRecords, load_environment
+from conformance.store.examples import StoreError
+from conformance.store.reader import RunRecords, load_environment, was_complete
 from conformance.store.tally import COUNTED_PHASES, VERDICT_ORDER, Tally, family
 from conformance.store.writer import write_atomically
 
@@ -103,7 +108,7 @@ class Summarizer:
                     "test": parsed.test,
                     "op": parsed.test.removeprefix("test_"),
                     "target": parsed.target,
-                    "virtual": parsed.target.startswith("vcuda"),
+                    "virtual": is_virtual_name(parsed.target),
                     "dtype": parsed.dtype,
                     "mode": parsed.mode,
                     "check": parsed.check,
@@ -191,3 +196,91 @@ def write_summary(run_dir: Path, *, complete: bool) -> dict[str, Any]:
     summary = summarizer.summary(load_environment(run_dir), torn=records.torn, complete=complete)
     write_atomically(run_dir / "summary.json", json.dumps(summary, sort_keys=True, separators=(",", ":")) + "\n")
     return summary
+
+
+class SummaryError(StoreError):
+    """A summary.json that is there but cannot be shown (another schema, a damaged field): one line that says
+    which and how to rebuild it.  The file is left as it is: it may be the only copy of a merge's columns."""
+
+
+# What the report reads of a summary, by type: a file that has these is safe to draw, one that lacks them is refused.
+FIELDS: dict[str, type | tuple[type, ...]] = {
+    "complete": bool,
+    "torn_lines": int,
+    "environment": dict,
+    "totals": dict,
+    "groups": list,
+    "unused_known_issues": list,
+    "unreproduced_known_issues": list,
+}
+OPTIONAL_FIELDS: dict[str, type | tuple[type, ...]] = {"interrupted": list, "notes": list, "operations": dict}
+GROUP_FIELDS: dict[str, type | tuple[type, ...]] = {
+    **dict.fromkeys(("machine", "test", "op", "target", "dtype", "mode", "check", "verdict"), str),
+    "virtual": bool,
+    "examples": int,
+    "counts": dict,
+    "worst": (dict, type(None)),
+    "known_issues": list,
+}
+
+
+def _unusable(found: Any) -> str | None:
+    """Why a parsed summary.json cannot be shown (None: it can)."""
+    if not isinstance(found, dict):
+        return f"a JSON {type(found).__name__}, not an object"
+    if found.get("schema") != SUMMARY_SCHEMA:
+        return f"schema {found.get('schema')!r}, this conformance writes {SUMMARY_SCHEMA!r}"
+    wanted = FIELDS | {name: kind for name, kind in OPTIONAL_FIELDS.items() if name in found}
+    wrong = [name for name, kind in wanted.items() if not isinstance(found.get(name), kind)]
+    if wrong:
+        return f"its {wrong[0]!r} is missing or of the wrong type"
+    for n, group in enumerate(found["groups"]):
+        group = group if isinstance(group, dict) else {}
+        wrong = [k for k, kind in GROUP_FIELDS.items() if not isinstance(group.get(k), kind)]
+        if wrong or not _counts(group["counts"]):
+            return f"its group {n} has no usable {(wrong or ['counts'])[0]!r}"
+    return None if _counts(found["totals"]) else "its 'totals' are not counts"
+
+
+def _counts(found: dict[str, Any]) -> bool:
+    return all(isinstance(v, int) for v in found.values())
+
+
+def read_summary(run_dir: Path) -> dict[str, Any] | None:
+    """run_dir/summary.json as the run wrote it, or None where the run has none: no file, a torn write (not JSON),
+    or only the session's `complete` word (a bare {"complete": ...}).  One that is there and cannot be shown
+    raises SummaryError (never silently replaced)."""
+    path = run_dir / "summary.json"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SummaryError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(found, dict) and "schema" not in found and set(found) <= {"complete"}:
+        return None
+    why = _unusable(found)
+    if why is not None:
+        raise SummaryError(
+            f"{path} is not a summary this conformance can show ({why}); "
+            f"rebuild it from the run's records with: python -m conformance summary {run_dir}"
+        )
+    return found
+
+
+def report_summary(run_dir: Path) -> dict[str, Any]:
+    """The summary the report shows: summary.json.  Where the run has none (killed before its end, a torn file)
+    it is written first, as `conformance summary` writes it: complete only where the session's end said so
+    (`was_complete`), so a summary made after a kill is marked incomplete and the page says so, and one made
+    where the session's end was recorded is the summary that session wrote."""
+    found = read_summary(run_dir)
+    if found is None:
+        write_summary(run_dir, complete=was_complete(run_dir))
+        found = read_summary(run_dir)
+    if found is None:  # written a moment ago: gone or torn again means something else writes the folder
+        raise SummaryError(f"{run_dir / 'summary.json'} was written and could not be read back")
+    return found

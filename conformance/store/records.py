@@ -22,12 +22,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from conformance.devices.target_names import is_virtual_name
 from conformance.spec.item_ids import parse_item_id
 from conformance.store.example_columns import ExampleRow
 from conformance.store.examples import peer_rows
 from conformance.store.overruns import RUNNING, read_running
 from conformance.store.repro_command import rerun_line
-from conformance.store.tally import COUNTED_PHASES, Tally
+from conformance.store.tally import Phase, Tally
 from conformance.store.writer import Store, json_safe
 
 
@@ -64,7 +65,8 @@ class RecordWriter:
 
     def item_started(
         self, base: dict[str, Any], nodeid: str, check: str, loaded: dict[str, Any], applied: list[str]
-    ) -> None:
+    ) -> Tally:
+        """Returns the item's tally, its one count: its ledger holds it and adds its known issues' scope."""
         self.tally = Tally()
         self.store.examples.begin_item(base | {"nodeid": nodeid, "check": check})
         self.store.append(
@@ -78,10 +80,11 @@ class RecordWriter:
             },
             flush=True,
         )
+        return self.tally
 
     def example(
         self,
-        phase: str,
+        phase: Phase | str,
         example: int,
         case_json: str,
         verdict: str,
@@ -92,8 +95,9 @@ class RecordWriter:
         artifact: str | None,
     ) -> None:
         """One checked example of the running item (a `CheckOutcome` judged `verdict`): a row of the examples
-        table and its tally (counted phases only: the minimal failure of a shrink is the `final` one)."""
-        if phase not in COUNTED_PHASES:
+        table and its tally, where its phase (decided by the item's ledger; a name is read as its Phase) counts."""
+        phase = Phase(phase)
+        if not phase.counted:
             if self.tally is not None:
                 self.tally.shrunk += 1
             return
@@ -126,13 +130,11 @@ class RecordWriter:
                 ),
                 sort_keys=True,
             )
-        max_abs = metrics.max_abs if metrics is not None else None
-        mismatch = metrics.mismatch_fraction if metrics is not None else None
-        name = tolerance.name if tolerance is not None else None
-        atol = tolerance.atol if tolerance is not None else None
+        max_abs, mismatch = (metrics.max_abs, metrics.mismatch_fraction) if metrics is not None else (None, None)
+        name, atol = (tolerance.name, tolerance.atol) if tolerance is not None else (None, None)
         self.store.examples.add(
             ExampleRow(
-                phase=phase,
+                phase=phase.value,
                 example=example,
                 case=case_json,
                 verdict=verdict,
@@ -174,15 +176,12 @@ class RecordWriter:
         check: str,
         *,
         interrupted: bool = False,
-        issue_scope: dict[str, tuple[int, int]] | None = None,
         notes: Sequence[dict[str, Any]] = (),
     ) -> None:
         """The item finished (whatever its verdict): its tally; an item started and not ended was interrupted."""
         tally, self.tally = self.tally, None
         record: dict[str, Any] = {"kind": "item_end", "nodeid": nodeid, "worker": self.worker, "check": check}
         if base is not None and tally is not None:
-            for issue, (in_scope, explained) in (issue_scope or {}).items():
-                tally.count_issue(issue, in_scope, explained)
             record.update(base, tally=tally.to_dict())
         if interrupted:
             record["interrupted"] = True
@@ -234,7 +233,7 @@ class RecordWriter:
                 "nodeid": nodeid,
                 "check": check,
                 "verdict": verdict,
-                "phase": "item",
+                "phase": Phase.ITEM.value,
                 "message": message,
             },
             flush=True,
@@ -250,7 +249,7 @@ class RecordWriter:
                 "nodeid": nodeid,
                 "check": check,
                 "verdict": "resource",
-                "phase": "explore",
+                "phase": Phase.EXPLORE.value,
                 "example": example,
                 "case": case,
                 "message": message,
@@ -270,7 +269,7 @@ class RecordWriter:
             "test": test,
             "op": test.removeprefix("test_"),
             "target": target,
-            "virtual": target.startswith("vcuda"),
+            "virtual": is_virtual_name(target),
             "dtype": dtype,
             "mode": mode,
             "worker": self.worker,

@@ -1,15 +1,35 @@
 """One test item's tally: counts per verdict, the worst example's numbers, known issues, what unmoved modules
-did, which side a cross-device gap is on, the cross-library measurement and warnings.  The process running the
-item adds its examples one at a time and writes the tally with the item's end; the summary
-(conformance.store.aggregate) merges written tallies, one record per item."""
+did, which side a cross-device gap is on, the cross-library measurement and warnings.  It is the item's one count:
+its ledger (conformance.engine.ledger) holds it and reads its known issues' scope and its warnings from it, the
+record writer adds each counted example and writes it with the item's end, so pytest's verdict and the summary
+(conformance.store.aggregate, which merges written tallies, one record per item) read the same numbers."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from enum import Enum
+from itertools import islice
 from typing import Any
 
-COUNTED_PHASES = ("explore", "final", "replay", "item")
+
+class Phase(str, Enum):
+    """Which part of an item's run a record belongs to, decided once (the engine's ledger, for examples) and carried
+    to the records as this value, so the ledger and the tally cannot disagree on what counts.  Written by name."""
+
+    EXPLORE = "explore"  # a drawn or planned case
+    FINAL = "final"  # hypothesis' last example: the minimal failure, or the database's
+    REPLAY = "replay"  # a case given with --replay
+    ITEM = "item"  # an item-level outcome (a skip, a stale known issue, a crash), not an example
+    SHRINK = "shrink"  # hypothesis minimising a failure: its minimal case comes again as the `final` one
+
+    @property
+    def counted(self) -> bool:
+        """Whether it is an outcome of the item (a shrinking example is not: the failure is counted once)."""
+        return self is not Phase.SHRINK
+
+
+COUNTED_PHASES = tuple(p.value for p in Phase if p.counted)
 VERDICT_ORDER = ("fail", "error", "known_issue", "warning", "resource", "interrupted", "skipped", "pass")
 MAX_WARNING_MESSAGES = 3
 MAX_SKIP_REASONS = 5
@@ -41,7 +61,7 @@ class Tally:
         "known",
         "peers",
         "shrunk",
-        "warnings",
+        "warning_cases",
         "worst",
         "worst_value",
     )
@@ -55,7 +75,8 @@ class Tally:
         self.diverges: Counter[str] = Counter()
         self.interrupted = False
         self.peers: dict[str, dict[str, Any]] | None = None
-        self.warnings: Counter[str] = Counter()  # first messages of warnings, with their cases
+        # warning message -> cases: all of an item's (its ledger shows each); `warnings` gives the first few
+        self.warning_cases: Counter[str] = Counter()
         self.issue_scope: dict[str, list[int]] = {}  # known issue -> [cases in its scope, cases it explained]
         self.causes: Counter[str] = Counter()  # what kind of failure or warning, for those that did not pass
         self.shrunk = 0  # examples hypothesis ran while minimising a failure (not counted as outcomes)
@@ -107,9 +128,7 @@ class Tally:
         if verdict != "pass" and cause:
             self.causes[cause] += 1
         if verdict == "warning":
-            message = str(message or "")
-            if message in self.warnings or len(self.warnings) < MAX_WARNING_MESSAGES:
-                self.warnings[message] += 1
+            self.warning_cases[str(message or "")] += 1
         if peers:
             for name, entry in peers.items():
                 if isinstance(entry, dict):
@@ -125,6 +144,11 @@ class Tally:
                     "atol": atol,
                     "allowed_mismatch_fraction": allowed_mismatch_fraction,
                 }
+
+    @property
+    def warnings(self) -> Counter[str]:
+        """The first messages of warnings, with their cases (what a record and the summary keep)."""
+        return Counter(dict(islice(self.warning_cases.items(), MAX_WARNING_MESSAGES)))
 
     def _consider(self, worst: dict[str, Any] | None) -> None:
         if not worst or worst.get("max_abs") is None:
@@ -168,6 +192,7 @@ class Tally:
             kept["psnr"] = entry.get("psnr")
 
     def count_issue(self, issue: str, in_scope: int, explained: int) -> None:
+        """Cases in a known issue's scope and cases it explained (the item's ledger adds each counted case)."""
         scope = self.issue_scope.setdefault(issue, [0, 0])
         scope[0] += in_scope
         scope[1] += explained
@@ -196,8 +221,8 @@ class Tally:
         self.causes.update(written.get("causes") or {})
         self.shrunk += int(written.get("shrunk", 0) or 0)
         for message, count in (written.get("warnings") or {}).items():
-            if message in self.warnings or len(self.warnings) < MAX_WARNING_MESSAGES:
-                self.warnings[message] += int(count)
+            if message in self.warning_cases or len(self.warning_cases) < MAX_WARNING_MESSAGES:
+                self.warning_cases[message] += int(count)
         for issue, (in_scope, explained) in (written.get("issue_scope") or {}).items():
             self.count_issue(issue, int(in_scope), int(explained))
         for name, entry in (written.get("peers") or {}).items():

@@ -11,8 +11,9 @@ from typing import Any
 import torch
 
 from conformance.devices.frames import library_frame
-from conformance.devices.placement import PlacementLog, leaves
+from conformance.devices.placement import PlacementLog
 from conformance.devices.torch_private import aten_overload, private
+from conformance.devices.trees import leaves
 from conformance.devices.virtual.state import DeviceMixError, NotEmulatable, state
 
 # The aten overloads these rules name, resolved by name so that a torch lacking one still

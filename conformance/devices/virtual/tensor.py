@@ -15,8 +15,9 @@ from typing import Any
 
 import torch
 
-from conformance.devices.placement import PlacementLog, leaves, map_leaves
+from conformance.devices.placement import PlacementLog
 from conformance.devices.torch_private import dispatch_mode_base, private
+from conformance.devices.trees import leaves, map_leaves
 from conformance.devices.virtual.rules import (
     COPY,
     TO_COPY,
