@@ -130,10 +130,24 @@ def reference(image: np.ndarray, case: Case) -> np.ndarray:
     return warp.warp(image, inverse_of(p), p["interpolation"], stored_fill(p["fill"], case.recipe.dtype))
 
 
+FAR = 2048.0  # pixels: beyond it a float16 position is off by a pixel or more, and near the horizon overflows
+
+
+def far_positions(inverse: np.ndarray, height: int, width: int) -> bool:
+    """Whether some output pixel samples beyond FAR (or at infinity): near the warp's horizon the projective
+    division blows up, which float16 cannot hold (torch's half-precision grid_sample gives NaN there)."""
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float64)
+    w = inverse[2, 0] * xs + inverse[2, 1] * ys + inverse[2, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = (inverse[0, 0] * xs + inverse[0, 1] * ys + inverse[0, 2]) / w
+        v = (inverse[1, 0] * xs + inverse[1, 1] * ys + inverse[1, 2]) / w
+    return not bool((np.abs(u) <= FAR).all() and (np.abs(v) <= FAR).all())
+
+
 def features(case: Case) -> dict[str, Any]:
     """Facts the known issues scope to (see test_affine.py's): ties (nearest), samples between the image and the
-    fill (bilinear), a fill passed, a one-pixel side, more than one image, an identity warp.  None for the error
-    modes (no homography)."""
+    fill (bilinear), a fill passed, a one-pixel side, more than one image, an identity warp, a position beyond
+    float16's reach.  None for the error modes (no homography)."""
     p = case.params
     if len(p["endpoints"]) != 4 or perspective.collinear(p["endpoints"]):
         return {}
@@ -147,6 +161,7 @@ def features(case: Case) -> dict[str, Any]:
         "singleton_axis": min(height, width) == 1,
         "batched": math.prod(case.recipe.batch) > 1,
         "identity": p["endpoints"] == p["startpoints"],
+        "far_positions": far_positions(inverse, height, width),
     }
 
 

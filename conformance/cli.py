@@ -56,9 +56,9 @@ def _report(run_dir: Path) -> int:
         print(f"conformance report: {run_dir} has no outcomes/ folder (not a run folder)", file=sys.stderr)
         return USAGE_ERROR
     try:
-        had_summary = read_summary(run_dir) is not None
-        index = build_report(run_dir)
-        if not had_summary:  # the report shows the summary the run wrote: one made now is said to be new
+        written = read_summary(run_dir)  # read once, here: build_report writes one where the run has none
+        index = build_report(run_dir, summary=written)
+        if written is None:  # the report shows the summary the run wrote: one made now is said to be new
             print(f"summary: {run_dir / 'summary.json'} (the run had none: written from its records)")
         print(f"report: {index}")
     except StoreError as exc:

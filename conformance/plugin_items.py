@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import unittest
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ def _item_info(item: pytest.Item) -> Any:
     if not isinstance(params.get("target"), str):  # no selected target runs the op: pytest's empty-set skip
         return None
     test = getattr(item, "originalname", item.name)  # a pytest.Function's name without its parameters
+    named, _, within = item.nodeid.partition("::")
+    outside = item.config.rootpath / named != item.path  # pytest's id of a module outside its rootdir
     return ItemInfo(
         item.nodeid,
         test,
@@ -45,6 +48,7 @@ def _item_info(item: pytest.Item) -> Any:
         params["dtype"],
         params["mode"],
         params["check"],
+        command_id=f"{os.path.relpath(item.path)}::{within}" if outside else "",
     )
 
 

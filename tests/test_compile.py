@@ -59,3 +59,33 @@ def test_compile_targets_are_opt_in_by_name_by_compile_or_by_all():
     assert [t.name for t in select("all", available)] == ["cpu", "cpu+compile"]
     (compiled,) = select("cpu+compile", available)
     assert compiled.twin is CPU and compiled.device.type == "cpu" and not compiled.compared_with_cpu
+
+
+def test_an_op_that_spent_its_compile_budget_is_not_run_compiled_and_the_skip_says_so(monkeypatch):
+    """Before its budget is spent the op runs compiled, with what is left of the budget added to the case timeout;
+    after, its cases are not run there, and the skip says why."""
+    import torch
+
+    from conformance.devices import compiled_target
+    from conformance.devices.calls import run_op
+    from conformance.devices.compiled_target import COMPILE_BUDGET_S, compile_targets
+    from conformance.devices.targets import CPU
+    from conformance.spec.opspec import OpSpec
+    from conformance.spec.recipes import Case, Recipe
+
+    spec = OpSpec(
+        name="budgeted",
+        call=lambda image, params: image * 2,
+        reference=lambda image, case: image * 2,
+        dtypes=("float32",),
+    )
+    (compiled,) = compile_targets([CPU])
+    case = Case("budgeted", Recipe(height=4, width=4, seed=1))
+    monkeypatch.setattr(compiled_target, "COMPILE_STATS", {"budgeted": {"seconds": COMPILE_BUDGET_S - 20.0}})
+    assert compiled.not_run_reason(spec) is None
+    assert compiled.call_timeout(spec, 5.0) == pytest.approx(25.0) and compiled.call_timeout(spec, 0.0) == 0.0
+    monkeypatch.setattr(compiled_target, "COMPILE_STATS", {"budgeted": {"seconds": COMPILE_BUDGET_S}})
+    run = run_op(spec, torch.ones(3, 4, 4), case, compiled)
+    assert run.output is None and run.not_run is not None and "spent its compile budget" in run.not_run
+    assert compiled.not_run_message(run.not_run).startswith("not run compiled: budgeted spent its compile budget")
+    assert CPU.call_timeout(spec, 5.0) == 5.0 and CPU.not_run_reason(spec) is None

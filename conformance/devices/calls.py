@@ -31,11 +31,6 @@ def is_allocation_failure(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and any(text in str(exc) for text in _HOST_ALLOCATION_FAILURES)
 
 
-def seed_everything(seed: int, target: Target = CPU) -> None:
-    """Seed the generators the op may draw from on the target (the cpu's always)."""
-    target.seed(seed)
-
-
 def on_target(value: Any, target: Target) -> Any:
     """Sampled parameters moved to a target (tensors moved, everything else as is)."""
     return map_leaves(lambda v: target.put(v) if isinstance(v, torch.Tensor) else v, value)
@@ -46,7 +41,7 @@ def sample_params(spec: OpSpec, host_input: torch.Tensor, case: Case) -> Sampled
     if spec.module is None or spec.module.sample is None:
         return None
     with torch.random.fork_rng(devices=[]):
-        seed_everything(case.recipe.seed)
+        CPU.seed(case.recipe.seed)
         return spec.module.sample(spec.module.build(dict(case.params)), host_input, dict(case.params))
 
 
@@ -73,7 +68,7 @@ def sample_on(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, *,
         module = target.put(module)
         # the timer is innermost: disarmed before target.active restores torch.cuda, never firing inside it
         with torch.random.fork_rng(devices=[]), target.active(found.log), time_limit(timeout_s):
-            seed_everything(case.recipe.seed, target)
+            target.seed(case.recipe.seed)
             found.params = spec.module.sample(module, tensor, dict(case.params))
             target.synchronize()
     except NotEmulatable as exc:
@@ -107,7 +102,7 @@ def run_op(
         log.taint(tensor)
     run = OpRun(log=log)
     with torch.random.fork_rng(devices=[]):
-        seed_everything(case.recipe.seed, target)
+        target.seed(case.recipe.seed)
         _call(spec, tensor, case, target, sampled, move_module, run, timeout_s, then)
     return run
 
@@ -124,10 +119,10 @@ def _call(
     then: Callable[[Any], Any] | None = None,
 ) -> None:
     log = run.log
-    timeout_s, not_here = target.call_budget(spec, timeout_s)
-    if not_here is not None:
-        run.not_run = not_here
+    run.not_run = target.not_run_reason(spec)
+    if run.not_run is not None:
         return
+    timeout_s = target.call_timeout(spec, timeout_s)
     try:
         module = None
         if spec.module is not None:

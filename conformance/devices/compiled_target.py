@@ -70,16 +70,23 @@ class CompiledTarget(Target):
     def op_function(self, spec: OpSpec) -> Callable[..., Any]:
         return compiled(spec)
 
-    def call_budget(self, spec: OpSpec, timeout_s: float) -> tuple[float, str | None]:
-        """Compiling is not hanging: the first calls may use what is left of the op's compile budget; once it is
-        spent, the op's further cases are not run compiled."""
-        spent = COMPILE_STATS.get(spec.name, {}).get("seconds", 0.0)
-        if spent >= COMPILE_BUDGET_S:
-            return timeout_s, (
-                f"{spec.name} spent its compile budget in this process ({spent:.0f} s of calls that compiled, "
-                f"budget {COMPILE_BUDGET_S:.0f} s): its further cases run eager only"
-            )
-        return (timeout_s + COMPILE_BUDGET_S - spent if timeout_s else 0.0), None
+    def not_run_reason(self, spec: OpSpec) -> str | None:
+        """Once the op's compile budget is spent, its further cases are not run compiled."""
+        spent = _compile_seconds(spec)
+        if spent < COMPILE_BUDGET_S:
+            return None
+        return (
+            f"{spec.name} spent its compile budget in this process ({spent:.0f} s of calls that compiled, "
+            f"budget {COMPILE_BUDGET_S:.0f} s): its further cases run eager only"
+        )
+
+    def call_timeout(self, spec: OpSpec, timeout_s: float) -> float:
+        """Compiling is not hanging: the first calls may use what is left of the op's compile budget."""
+        return timeout_s + COMPILE_BUDGET_S - _compile_seconds(spec) if timeout_s else 0.0
+
+
+def _compile_seconds(spec: OpSpec) -> float:
+    return COMPILE_STATS.get(spec.name, {}).get("seconds", 0.0)
 
 
 def compile_targets(real: list[Target]) -> list[Target]:

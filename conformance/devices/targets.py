@@ -123,9 +123,13 @@ class Target:
         assert spec.call is not None
         return spec.call
 
-    def call_budget(self, spec: OpSpec, timeout_s: float) -> tuple[float, str | None]:
-        """The per-call time limit for this op here, and why the op is not run here at all (None: it is)."""
-        return timeout_s, None
+    def not_run_reason(self, spec: OpSpec) -> str | None:
+        """Why the op is not run here at all (None: it is)."""
+        return None
+
+    def call_timeout(self, spec: OpSpec, timeout_s: float) -> float:
+        """The per-call time limit for the op here (0: none), from --case-timeout's."""
+        return timeout_s
 
     def run_elsewhere(self, spec: OpSpec, case: Case, sampled: Sampled | None, timeout_s: float) -> OpRun | None:
         """The op's run where it does not run in this process (None: it does, conformance.devices.calls)."""

@@ -35,6 +35,13 @@ class ItemInfo:
     dtype: str
     mode: str
     check: str
+    # the item as a command line names it, where pytest's id does not (a case module outside pytest's rootdir, e.g.
+    # your own folder run beside the installed stock suite: pytest ids it from the folder, not from here)
+    command_id: str = ""
+
+    @property
+    def rerun_id(self) -> str:
+        return self.command_id or self.nodeid
 
 
 @dataclass

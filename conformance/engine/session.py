@@ -243,7 +243,7 @@ class ConformanceRun:
             state.settled.add(case.key)
             return
         state.count(judged, self._scoped(state, outcome, judged, features), phase)
-        repro = rerun_line(state.nodeid, case.to_json(), state.target.name) if not outcome.passed else None
+        repro = rerun_line(state.info.rerun_id, case.to_json(), state.target.name) if not outcome.passed else None
         self.recorder.example(state, case, ctx, outcome, judged, phase, repro)
         if judged.unexpected:
             state.failure_seen = True

@@ -164,12 +164,12 @@ def _template_environment() -> Environment:
     return env
 
 
-def build_report(run_dir: Path, *, title: str | None = None) -> Path:
+def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, Any] | None = None) -> Path:
     """Write run_dir/index.html (pictures embedded): the summary.json the run wrote (written first where the
     run has none, see `report_summary`), and the worst cases from the store: the journal streamed (one record
     per item), and of the examples table only the rows that did not pass.  A summary.json that cannot be shown
     raises SummaryError (a StoreError) before anything is written."""
-    summary = report_summary(run_dir)
+    summary = summary if summary is not None else report_summary(run_dir)  # a caller that read it already
     environments = _environments(run_dir)
     findings, worst = Findings(), crosslib.WorstRecords()
     loaded: dict[str, Any] = {}

@@ -27,10 +27,6 @@ class MetaTarget(Target):
     def not_run_message(self, reason: str) -> str:
         return f"not run on the meta device: {reason}"
 
-    @property
-    def compared_with_cpu(self) -> bool:
-        return True  # its dtype and shape are the cpu's (the `twin_metadata` check of this package)
-
     def put(self, value: Any) -> Any:
         return value.to("meta")
 
