@@ -56,10 +56,11 @@ _PUBLIC = {
     **dict.fromkeys(("batched", "per_host_image", "pillow_image_op"), "conformance.spec.adapters"),
 }
 __all__ = sorted(_PUBLIC)
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed distribution's, never a second copy to keep in step
+        return import_module("conformance.spec.versions").harness_version()
     if name not in _PUBLIC:
         raise AttributeError(f"module 'conformance' has no attribute {name!r}")
     module = import_module(_PUBLIC[name])

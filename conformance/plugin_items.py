@@ -185,12 +185,14 @@ def pytest_runtest_call(item: pytest.Item):
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """Check the cases another target drew for this op, dtype and mode (or saved ones); hypothesis
-    draws otherwise.  A planned case that fails hands over to hypothesis, which finds the failure
-    again and shrinks it; if it cannot (a random profile draws other cases), the planned failure stands.
+    draws otherwise.  A planned case that fails is handed to hypothesis as the example to start from, which
+    finds it again and shrinks it, whatever the profile draws; a case hypothesis cannot draw again (a saved
+    one) stands as it failed, saying so.
     """
     spec = _spec_of(pyfuncitem)
     if spec is None:
         return None
+    from conformance.engine.case_sources import starting_from
     from conformance.engine.judgement import ConformanceFailure
 
     run = run_of(pyfuncitem.config)
@@ -200,13 +202,18 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         pytest.skip(f"{option} {run.sources.saved_from} has no cases for this item")
     if cases is None:
         return None
-    failure = run.run_plan(cases)
-    if failure is None:
+    planned = run.run_plan(cases)
+    if planned is None:
         return True
+    if planned.choices is None:
+        raise ConformanceFailure(f"{planned.failure}\n(a saved case, not drawn in this run: not shrunk)")
     wanted = inspect.signature(pyfuncitem.obj).parameters  # hypothesis' wrapper asks for all but its own
     arguments = {name: value for name, value in pyfuncitem.funcargs.items() if name in wanted}
-    pyfuncitem.obj(**arguments)  # raises the shrunk failure when hypothesis finds it
-    raise ConformanceFailure(f"{failure}\n(hypothesis did not draw this case again, so it is not shrunk)")
+    with starting_from(pyfuncitem.obj, planned.choices):
+        pyfuncitem.obj(**arguments)  # raises the shrunk failure
+    raise ConformanceFailure(
+        f"{planned.failure}\n(hypothesis' replay of the choices that drew this case passed: not shrunk)"
+    )
 
 
 @pytest.hookimpl(wrapper=True)

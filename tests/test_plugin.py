@@ -220,6 +220,26 @@ def test_a_known_issue_for_an_op_no_case_module_defines_is_a_usage_error_naming_
     assert "id='typo': op 'god' (did you mean 'good'?)" in said and "'fine'" not in said and "Traceback" not in said
 
 
+@pytest.mark.parametrize("args", [[], ["-n", "2"]])
+def test_a_known_issues_file_given_from_elsewhere_naming_no_collected_op_is_a_usage_error(project, args, tmp_path):
+    """A --known-issues file outside every case folder speaks of every collected module: a typo in it is refused in
+    one line too (it used to be judged only beside case modules, so the run went on, with the stock file replaced)."""
+    write_cases(project, good="good_resize")
+    elsewhere = tmp_path / "elsewhere" / "ki.toml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(
+        '[[issue]]\nid = "typo"\nop = "no_such_op_anywhere"\nchecks = ["error"]\nmatch = "x"\n'
+        'link = "https://example.org/x"\nreason = "x"\n'
+    )
+    extra = ["--known-issues", str(elsewhere)]
+    result = project.runpytest_subprocess(*QUICK, *args, *extra) if args else run(project, *extra)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    said = result.stderr.str() + result.stdout.str()
+    assert "id='typo': op 'no_such_op_anywhere'" in said and "Traceback" not in said
+    lines = [line for line in said.splitlines() if "no_such_op_anywhere" in line]
+    assert len(lines) == 1, lines
+
+
 def test_non_conformance_tests_are_left_alone(pytester):
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -15,8 +15,19 @@ def wide_inputs_break_on_cuda_1(image, params):
     out = good_resize(image, params)
     return out + 1 if image.device.type == "cuda" and image.device.index == 1 and image.shape[-1] > 10 else out
 
+def one_case_breaks_on_cuda_1(image, params):
+    """Right everywhere except on cuda:1, for the images whose first pixel is $PLANTED_VALUE (one recipe seed)."""
+    import os
+
+    out = good_resize(image, params)
+    wanted = os.environ.get("PLANTED_VALUE")
+    on_one = image.device.type == "cuda" and image.device.index == 1
+    first = float(image.reshape(-1)[0]) if image.numel() else None
+    return out + 1 if on_one and wanted and first is not None and abs(first - float(wanted)) < 1e-6 else out
+
 test_good = make_spec("good", good_resize).test()
 test_device_bug = make_spec("device_bug", wide_inputs_break_on_cuda_1, dtypes=("float32",)).test()
+test_one_case = make_spec("one_case", one_case_breaks_on_cuda_1, dtypes=("float32",)).test()
 '''
 
 
@@ -85,6 +96,42 @@ def test_a_planned_case_that_fails_on_one_target_is_found_again_and_shrunk(pytes
     # its rerun of the cases before it is not counted again
     first_wide = next(i for i, case in enumerate(cpu) if json.loads(case)["recipe"]["width"] > 10)
     assert device[:-1] == cpu[: first_wide + 1] and json.loads(device[-1])["recipe"]["width"] == 11
+
+
+# The dev profile draws each item with a seed of its own; here the seeds are fixed per target, so that the cpu draws
+# the same cases in both runs, and vcuda:1's own hypothesis run draws others.
+SEED_PER_TARGET = """
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    item.obj._hypothesis_internal_use_seed = 1 if "[cpu-" in item.nodeid else 2
+"""
+
+
+def test_a_planned_case_that_another_draw_would_not_reach_is_still_shrunk(pytester, monkeypatch):
+    """The failing case is one the cpu's draw happened to make, which vcuda:1's own hypothesis run (another seed, as
+    in the dev profile) does not draw: it is handed to hypothesis as its starting example and shrunk to the smallest
+    image of its recipe seed (the first pixel of a noise image is its seed's, whatever the size)."""
+    import numpy as np
+
+    from conformance.spec.recipes import Recipe, materialize
+
+    project = _project(pytester)
+    project.makeconftest(SEED_PER_TARGET)
+    args = ["-p", "no:cacheprovider", "--hypothesis-profile=dev", "--max-examples=30", "--targets=cpu,vcuda:1"]
+    project.runpytest_inprocess(*args, "-k", "one_case").assert_outcomes(passed=10)  # nothing planted yet
+    drawn = _cases_by_item(_records(project), check="reference")
+    cases = [json.loads(c) for c in drawn["test_cases.py::test_one_case[cpu-float32-bilinear-reference]"]]
+    big = [c for c in cases if c["recipe"]["width"] * c["recipe"]["height"] > 4]
+    recipe = Recipe.from_dict(big[len(big) // 2]["recipe"])
+    monkeypatch.setenv("PLANTED_VALUE", repr(float(np.float32(materialize(recipe).reshape(-1)[0]))))
+    result = project.runpytest_inprocess(*args, "-k", "one_case")
+    result.assert_outcomes(passed=8, failed=2)
+    assert "not shrunk" not in result.stdout.str()
+    shrunk = [json.loads(line.split("case: ", 1)[1]) for line in result.stdout.lines if " case: {" in line]
+    assert shrunk and all(c["recipe"]["seed"] == recipe.seed for c in shrunk)
+    assert all(c["recipe"]["width"] * c["recipe"]["height"] < recipe.width * recipe.height for c in shrunk), shrunk
 
 
 def test_workers_keep_a_variant_together_by_default_or_a_target_together_when_asked(pytester):

@@ -30,4 +30,4 @@ def test_a_misspelt_where_key_fails_the_item_it_applies_to(project):
     result = project.runpytest_inprocess(*QUICK, "-k", "reference")
     assert result.ret == 1
     out = result.stdout.str()
-    assert "where key(s) 'out_widht' name no feature of this op's cases" in out
+    assert "where or scale_by key(s) 'out_widht' name no feature of this op's cases" in out

@@ -1,5 +1,6 @@
 """One version in three places: CHANGELOG.md's newest entry, pyproject.toml, and the installed metadata that a run
-folder records (a version bumped in one place only would label runs with a version the changelog does not know)."""
+folder records and `conformance.__version__` reads (a version bumped in one place only would label runs with a version
+the changelog does not know)."""
 
 import importlib.metadata
 import re
@@ -45,9 +46,21 @@ def test_installed_metadata_follows_pyproject():
     assert installed == pyproject_version(), "reinstall: pip install -e . --no-deps"
 
 
+def test_the_packages_version_attribute_is_the_installed_one():
+    import conformance
+
+    try:
+        installed = importlib.metadata.version("conformance")
+    except importlib.metadata.PackageNotFoundError:
+        assert conformance.__version__ == "unknown"
+        return
+    assert conformance.__version__ == installed == pyproject_version()
+
+
 def test_a_run_records_the_version_that_wrote_it():
-    from conformance.devices.environment import collect, harness_version
+    from conformance.devices.environment import collect
     from conformance.devices.targets import CPU
+    from conformance.spec.versions import harness_version
 
     env = collect([CPU])
     assert env["conformance"] == harness_version()
@@ -62,8 +75,8 @@ def test_the_reports_environment_table_shows_the_version(tmp_path):
 
     from synthetic_runs import write_run
 
-    from conformance.devices.environment import harness_version
     from conformance.report.build import build_report
+    from conformance.spec.versions import harness_version
 
     run = write_run(tmp_path / "run", outcomes=4, failures=0)
     assert json.loads((run / "summary.json").read_text())["environment"]["conformance"] == harness_version()

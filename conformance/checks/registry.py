@@ -24,6 +24,14 @@ from conformance.spec.recipes import peak
 from conformance.spec.tolerances import Metrics, Tolerance, measure
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One problem of a failure that combines several causes: a known issue must name each cause to explain it."""
+
+    cause: str
+    text: str
+
+
 @dataclass
 class CheckOutcome:
     """The verdict of one check on one case and target."""
@@ -40,7 +48,17 @@ class CheckOutcome:
     diverges: str | None = None  # cross_device: the side that diverges from the reference
     behaviour: str | None = None  # unmoved: what a module left on the cpu did with a device input
     warning: bool = False  # a lesser finding: reported (verdict "warning"), never fails the gate
-    parts: tuple[str, ...] = ()  # the message's problems, where several causes combine: a known issue must cover each
+    parts: tuple[Problem, ...] = ()  # its problems, where several causes combine: a known issue must cover each
+
+    @property
+    def measured(self) -> bool:
+        """Whether the failure has a size (metrics, or PSNRs) that an envelope's bounds can hold; a raise, a changed
+        shape or dtype has none."""
+        return self.metrics is not None or bool(self.details and "psnr_vs_input" in self.details)
+
+    def problems(self) -> tuple[Problem, ...]:
+        """What a known issue must explain, each with its cause."""
+        return self.parts or (Problem(self.cause, self.message),)
 
 
 @dataclass(frozen=True)
@@ -173,7 +191,12 @@ def failed(check: str, problems: list[tuple[str, str]], **fields: Any) -> CheckO
     if not problems:
         return CheckOutcome(check, True, **fields)
     causes = sorted({cause for cause, _ in problems})
-    texts = tuple(text for _, text in problems)
+    parts = tuple(Problem(cause, text) for cause, text in problems)
     return CheckOutcome(
-        check, False, "; ".join(texts), cause="+".join(causes), parts=texts if len(causes) > 1 else (), **fields
+        check,
+        False,
+        "; ".join(part.text for part in parts),
+        cause="+".join(causes),
+        parts=parts if len(causes) > 1 else (),
+        **fields,
     )

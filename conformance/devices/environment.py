@@ -6,7 +6,6 @@ its outcomes, and the terminal header prints them.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import platform
 import warnings
@@ -18,6 +17,7 @@ from conformance.devices.targets import Target
 from conformance.devices.torch_private import cuda_driver_version
 from conformance.spec import sweep, versions
 from conformance.spec.libraries import LIBRARIES
+from conformance.spec.versions import harness_version
 
 PACKAGES = tuple(library.package for library in LIBRARIES)
 UNDER_TEST = tuple(library.package for library in LIBRARIES if library.under_test)  # files shown in the header
@@ -49,15 +49,6 @@ def _cuda_info() -> dict[str, Any]:
             for i in range(torch.cuda.device_count())
         ]
     return info
-
-
-def harness_version() -> str:
-    """This package's installed version: a run folder says which harness wrote it (its checks and tolerances
-    change between versions, so two runs' verdicts compare only with that in view)."""
-    try:
-        return importlib.metadata.version("conformance")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"  # run from a source tree that was never installed
 
 
 def collect(targets: list[Target]) -> dict[str, Any]:

@@ -17,15 +17,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
+from hypothesis.database import InMemoryExampleDatabase
 
 from conformance.spec.recipes import Case
 from conformance.store.cases import SavedCasesError, saved_cases
 from conformance.store.outputs import BaselineOutputs, OutputsError, outputs_folder, plans
 
 PlanKey = tuple[str, ...]
+Choices = tuple[Any, ...]  # the choices hypothesis made to draw one case (ints, floats, bools, bytes, strings)
 HARNESS_DIR = str(Path(__file__).resolve().parents[1]) + os.sep  # the conformance package
 
 
@@ -79,6 +81,48 @@ def is_final_example() -> bool:
         return False
 
 
+def drawn_choices() -> Choices | None:
+    """The choices hypothesis made for the example being run, which draw its case again (None outside hypothesis).
+    Internal: a ConjectureData's `choices` (hypothesis has no public handle on an example's choice sequence); it is
+    what lets a planned case that fails on another target be shrunk by hypothesis (`starting_from`)."""
+    try:
+        return tuple(current_build_context().data.choices)
+    except Exception:  # noqa: BLE001 - outside a hypothesis context, or another hypothesis layout
+        return None
+
+
+@contextlib.contextmanager
+def starting_from(test: Any, choices: Choices) -> Iterator[None]:
+    """Run one item's hypothesis test on the example these choices draw, and shrink it if it fails, whatever the
+    profile (a random dev seed would not draw it again): the choices are put, as hypothesis' own database holds an
+    example to retry, in an in-memory database it reuses first, and nothing is generated after it.  Internal: the
+    choices' bytes (`hypothesis.database.choices_to_bytes`, not in its `__all__`) and the test's database key attribute
+    (`_hypothesis_internal_database_key`, what hypothesis' own `find` sets), swapped for the call and put back."""
+    from hypothesis.database import choices_to_bytes
+
+    held = getattr(test, "_hypothesis_internal_use_settings", None)
+    if held is None:
+        yield
+        return
+    database, key = InMemoryExampleDatabase(), b"conformance.planned-failure"
+    # the secondary corpus (key + ".secondary"): a failure in the primary one is taken as shrunk already
+    database.save(key + b".secondary", choices_to_bytes(choices))
+    had_key = hasattr(test, "_hypothesis_internal_database_key")
+    kept_key = getattr(test, "_hypothesis_internal_database_key", None)
+    test._hypothesis_internal_use_settings = settings(
+        held, database=database, derandomize=False, phases=[Phase.reuse, Phase.shrink]
+    )
+    test._hypothesis_internal_database_key = key
+    try:
+        yield
+    finally:
+        test._hypothesis_internal_use_settings = held
+        if had_key:
+            test._hypothesis_internal_database_key = kept_key
+        else:
+            del test._hypothesis_internal_database_key
+
+
 class CaseSources:
     """The cases of each variant (module, test, dtype, mode) for this worker's items."""
 
@@ -93,6 +137,7 @@ class CaseSources:
         self.saved_from = saved_from  # a run or baseline folder: only its cases, nothing drawn
         self._plans: dict[PlanKey, list[Case]] = dict(saved or {})
         self._strategies: dict[tuple[str, str, str], st.SearchStrategy[Case]] = {}
+        self._choices: dict[str, Choices] = {}  # case key -> the choices that drew it (cases drawn in this worker)
 
     @property
     def kind(self) -> str:
@@ -118,6 +163,19 @@ class CaseSources:
         """An item's drawn cases (before any shrinking), for the same variant's next items."""
         if self.replay is None and drawn:
             self._plans[key] = drawn
+
+    def note_drawn(self, case: Case, choices: Choices | None, *, also: Case | None = None) -> None:
+        """The choices that drew a case (and the same case under another op's name, `also`)."""
+        found = choices if choices is not None else self._choices.get(case.key)
+        if found is None:
+            return
+        self._choices[case.key] = found
+        if also is not None:
+            self._choices[also.key] = found
+
+    def choices_of(self, case: Case) -> Choices | None:
+        """What draws this case again in hypothesis (None: it was not drawn in this worker, e.g. a saved case)."""
+        return self._choices.get(case.key)
 
 
 class CaseSourceError(ValueError):

@@ -40,23 +40,27 @@ def defined_ops() -> dict[str, Any]:
         path = Path(str(getattr(module, "__file__", None) or ""))
         if path.name.startswith("test_") and path.suffix == ".py":
             modules[str(path.resolve())] = list(getattr(module, OPTIONAL_OPS, ()))
-    return {"ops": {op: str(Path(source).resolve()) for op, source in SOURCES.items()}, "modules": modules}
+    sources = {op: str(Path(source).resolve()) for op, source in SOURCES.items()}
+    return {"ops": {op: source for op, source in sources.items() if source in modules}, "modules": modules}
 
 
 def unknown_known_issue_ops(run: ConformanceRun, defined: Mapping[str, Any]) -> CollectionProblem | None:
-    """A known-issue entry whose op matches no op of the case modules beside its file would apply to nothing,
-    silently (a typo, or an op renamed or removed): a known-issues file speaks of the modules beside it.  Judged only
-    where every case module beside the file was imported (a run of one file of a folder sees only that file's ops);
-    the message names the closest op where one is spelt almost alike."""
+    """A known-issue entry whose op matches no op it speaks of would apply to nothing, silently (a typo, or an op
+    renamed or removed).  A known_issues.toml beside case modules speaks of those modules; a file given with
+    --known-issues, wherever it lies, of every collected case module.  Judged only where every case module of the
+    folders concerned was imported (a run of one file of a folder sees only that file's ops); the message names the
+    closest op where one is spelt almost alike."""
     ops: dict[str, str] = defined.get("ops", {})
     modules: dict[str, list[str]] = defined.get("modules", {})
+    explicit = set(run.issues.explicit_files)
+    case_modules = set(ops.values()) | {module for module, optional in modules.items() if optional}
     unknown = []
     for path in run.issues.files_in_use([Path(module) for module in modules]):
-        folder = path.resolve().parent
-        beside = {str(p.resolve()) for p in folder.glob("test_*.py")}
+        folders = {Path(source).parent for source in case_modules} if path in explicit else {path.resolve().parent}
+        beside = {str(p.resolve()) for folder in folders for p in folder.glob("test_*.py")}
         if not beside or not beside <= set(modules):
             continue
-        mine = [op for op, source in ops.items() if Path(source).parent == folder]
+        mine = [op for op, source in ops.items() if Path(source).parent in folders]
         optional = [glob for module in beside for glob in modules[module]]
         for entry in run.issues.entries([path]):
             if any(fnmatch.fnmatchcase(entry.op, glob) for glob in optional):
@@ -70,9 +74,7 @@ def unknown_known_issue_ops(run: ConformanceRun, defined: Mapping[str, Any]) -> 
             )
     if not unknown:
         return None
-    return CollectionProblem(
-        f"known issues naming an op that no case module beside their file defines: {'; '.join(unknown)}"
-    )
+    return CollectionProblem(f"known issues naming an op that no collected case module defines: {'; '.join(unknown)}")
 
 
 def write_defined_ops(folder: Path, worker: str) -> None:

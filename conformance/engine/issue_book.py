@@ -36,6 +36,11 @@ class IssueBook:
         self._strictness: dict[tuple[str, Cell], list[Any]] = {}  # (issue, cell) -> [cases in scope, reproduced]
         self._announced: set[str] = set()
 
+    @property
+    def explicit_files(self) -> tuple[Path, ...]:
+        """The --known-issues files (they speak of every collected case module, not of a folder's)."""
+        return tuple(self._explicit)
+
     def files_for(self, module_path: Path) -> list[Path]:
         """--known-issues files, else known_issues.toml beside the case module."""
         if self._explicit:
@@ -101,13 +106,14 @@ class IssueBook:
 
 
 def unknown_where_keys(applicable: list[ki.KnownIssue], features_seen: set[str]) -> list[str]:
-    """Messages for `where` keys that no case of the item had as a feature (a typo matches nothing)."""
+    """Messages for `where` and `scale_by` keys that no case of the item had as a feature (a typo matches nothing,
+    or scales by nothing)."""
     found = []
     for issue in applicable:
-        missing = sorted(name for name, _ in issue.where if name not in features_seen)
+        missing = sorted(({name for name, _ in issue.where} | set(issue.scale_by)) - features_seen)
         if missing and features_seen:
             found.append(
-                f"known issue {issue.id} ({issue.source}): where key(s) {', '.join(map(repr, missing))} "
+                f"known issue {issue.id} ({issue.source}): where or scale_by key(s) {', '.join(map(repr, missing))} "
                 f"name no feature of this op's cases (features: {', '.join(sorted(features_seen))}); "
                 f"a misspelt key matches nothing"
             )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.checks.registry import CheckOutcome
+from conformance.checks.registry import CheckOutcome, Problem
 from conformance.spec.known_issues import KnownIssue
 
 
@@ -50,7 +50,7 @@ def judge(outcome: CheckOutcome, issues: list[KnownIssue], features: dict[str, o
     if outcome.warning:
         return Judgement("warning")
     first: KnownIssue | None = None
-    for part in outcome.parts or (outcome.message,):  # a failure of several causes: each must be a known one
+    for part in outcome.problems():  # a failure of several causes: each must be a known one
         found, outside = _covering(outcome, part, issues, features)
         if found is None:
             return Judgement("error" if outcome.check == "error" else "fail", outside=outside)
@@ -59,14 +59,23 @@ def judge(outcome: CheckOutcome, issues: list[KnownIssue], features: dict[str, o
 
 
 def _covering(
-    outcome: CheckOutcome, message: str, issues: list[KnownIssue], features: dict[str, object]
+    outcome: CheckOutcome, part: Problem, issues: list[KnownIssue], features: dict[str, object]
 ) -> tuple[KnownIssue | None, str]:
-    """The first entry that covers this message within its envelope, or why an entry in scope does not."""
+    """The first entry that covers this problem (its message and its cause) within its envelope, or why an entry in
+    scope does not."""
     outside = ""
+    measured = outcome.measured and not outcome.parts  # a combined failure's parts are problems without a size
     for issue in issues:
-        if not issue.covers(outcome.check, message, features):
+        if not issue.covers(outcome.check, part.text, features):
             continue
-        broken = issue.outside(outcome.metrics, outcome.details)
+        if not issue.names_cause(part.cause, measured):
+            what = "a measured difference" if measured else f"cause {part.cause or 'unnamed'!r}"
+            outside = outside or (
+                f"outside the envelope of known issue {issue.id}: it covers {', '.join(issue.covered_causes)}, "
+                f"not {what} ({issue.link})"
+            )
+            continue
+        broken = issue.outside(outcome.metrics, outcome.details, features)
         if not broken:
             return issue, ""
         outside = outside or f"outside the envelope of known issue {issue.id}: {'; '.join(broken)} ({issue.link})"

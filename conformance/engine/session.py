@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import unittest
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.checks.registry import CheckOutcome, value_checks
 from conformance.devices import deadline, isa_feed
 from conformance.devices.compiled_target import COMPILE_STATS
 from conformance.engine import interrupts
-from conformance.engine.case_sources import CaseSources, from_config
+from conformance.engine.case_sources import CaseSources, Choices, drawn_choices, from_config
 from conformance.engine.cases import CaseCache
 from conformance.engine.config import RunConfig
 from conformance.engine.issue_book import IssueBook
@@ -39,12 +40,22 @@ from conformance.store.outputs import OutputRecorder
 from conformance.store.records import RecordWriter
 from conformance.store.repro_command import repro_line, rerun_line
 
-__all__ = ["CaseNotRunnable", "ConformanceFailure", "ConformanceRun"]
+__all__ = ["CaseNotRunnable", "ConformanceFailure", "ConformanceRun", "PlannedFailure"]
 
 
 class CaseNotRunnable(unittest.SkipTest):
     """The target cannot run the op at all (a virtual device lacks what it needs): the item is skipped.  A
     SkipTest, which hypothesis passes on without shrinking and pytest reports as a skip."""
+
+
+@dataclass(frozen=True)
+class PlannedFailure:
+    """A planned case (another target's draw) that failed on this item's target, and what draws it again in
+    hypothesis, so that it can be shrunk (None: it was not drawn in this worker, e.g. a saved case)."""
+
+    failure: ConformanceFailure
+    case: Case
+    choices: Choices | None
 
 
 class ConformanceRun:
@@ -189,10 +200,12 @@ class ConformanceRun:
             shared = self.sources.planned(state.shared_key)
             if shared is not None:
                 found = [c.relabelled(state.spec.name) for c in shared]
+                for case, relabelled in zip(shared, found, strict=True):
+                    self.sources.note_drawn(case, None, also=relabelled)
                 self.sources.remember(state.plan_key, found)
         return found
 
-    def run_plan(self, cases: list[Case]) -> ConformanceFailure | None:
+    def run_plan(self, cases: list[Case]) -> PlannedFailure | None:
         """Check the planned cases in order; the first unexpected failure is returned, not raised."""
         state = self.item
         assert state is not None
@@ -201,8 +214,8 @@ class ConformanceRun:
             try:
                 self.check(state.spec, case)
             except ConformanceFailure as failure:
-                state.source = "shrink"  # the caller now lets hypothesis find and shrink it
-                return failure
+                state.source = "shrink"  # the caller now lets hypothesis shrink it
+                return PlannedFailure(failure, case, self.sources.choices_of(case))
         return None
 
     def case_strategy(self, spec: OpSpec, dtype: str, mode: str) -> Any:
@@ -219,6 +232,7 @@ class ConformanceRun:
         self.prefetch.hand_over(state, case)
         if state.source == "hypothesis" and not state.failure_seen and self.replay is None:
             state.drawn.append(case)  # generated (or the database's), before any shrinking: a plan
+            self.sources.note_drawn(case, drawn_choices())
         mode = state.info.mode
         stamp = deadline.next_check()
         if not self.cache.has_context(spec, case, state.target, mode):

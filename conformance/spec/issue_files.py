@@ -12,7 +12,13 @@ File format (TOML), one `[[issue]]` table per entry:
     checks = ["reference"]                      # globs; default ["*"]
     where = { out_width = 1, channels = [3, 4] } # case features (value or list); default: every case
     match = "INTERNAL ASSERT"                   # regex searched in the failure message; default: any
+    causes = ["values", "raises"]               # which causes: "values" (a measured difference) and globs over
+                                                # the causes of failures with no size ("raises", "shape", "dtype",
+                                                # an error's class); default: "values" where a size bound is
+                                                # given (a raise has no size), else any
     max_abs = 44                                # largest |difference| it explains (the check's max abs diff)
+    scale_by = ["value_span"]                   # case features (numbers) multiplying max_abs: the bound of a
+                                                # divergence that grows with the content's range, the side, ...
     max_mismatch_fraction = 0.3                 # largest fraction of elements beyond the tolerance it explains
     max_case_fraction = 0.25                    # how often it may fail among the item's cases in scope
     min_case_fraction = 0.3                     # how often at least it fails among cases in scope (deep sweeps)
@@ -36,7 +42,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from conformance.spec.known_issues import BOUNDS, KnownIssue, KnownIssuesError
 from conformance.spec.tables import check_fields, read_entries
 
-_LIST_FIELDS = ("targets", "dtypes", "modes", "checks")
+_LIST_FIELDS = ("targets", "dtypes", "modes", "checks", "causes", "scale_by")
 _FIELDS = {
     "id",
     "op",
@@ -114,6 +120,8 @@ def _parse_entry(raw: dict, where: str, value_checks: tuple[str, ...]) -> KnownI
                 f"{where}: 'min_case_fraction' {value} is above 'max_case_fraction' {values['max_case_fraction']}"
             )
         values["min_case_fraction"] = float(value)
+    if "scale_by" in values and "max_abs" not in values:
+        raise KnownIssuesError(f"{where}: 'scale_by' scales max_abs, which the entry does not give")
     _require_envelope(raw, values, where, value_checks)
     return KnownIssue(source=where, **values)  # type: ignore[arg-type]
 

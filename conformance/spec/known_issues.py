@@ -7,12 +7,14 @@ that matches an entry does not raise, so hypothesis spends no time shrinking it.
 With `where`, strictness counts only the examples whose features match: the
 entry must reproduce on at least one of them (none drawn: not exercised).
 
-Every entry has an envelope: which cases (`where`, `match`) and how far off
-(`max_abs`, `max_mismatch_fraction`: bounds on the failing check's metrics) and
-how often (`max_case_fraction`: of the item's cases in scope).  A failure in scope
-but outside the envelope is not this known issue: it fails the gate, saying which
-bound it broke, so a broad entry cannot hide a new regression in the same op.
-An entry about a value check (reference, cross_device, fidelity) needs a numeric
+Every entry has an envelope: which cases (`where`, `match`), which causes (`causes`: a measured difference,
+"values", or the cause of a failure that has no size: "raises", "shape", "dtype", ...), how far off (`max_abs`,
+`max_mismatch_fraction`: bounds on the failing check's metrics, `max_abs` scaled by case features named in
+`scale_by` where the divergence grows with them) and how often (`max_case_fraction`: of the item's cases in
+scope).  A failure in scope but outside the envelope is not this known issue: it fails the gate, saying which
+bound it broke, so a broad entry cannot hide a new regression in the same op.  An entry with numeric bounds covers
+measured differences only unless it names other causes: a raise or a changed shape has no size, and a size bound
+would hold for it vacuously.  An entry about a value check (reference, cross_device, fidelity) needs a numeric
 bound; others need at least `match` or a bound.  The file format and its reader: conformance.spec.issue_files.
 
 Strict, judged with the sample size: an entry that reproduced in none of the n cases in its scope of a
@@ -33,6 +35,10 @@ from typing import Any
 from conformance.spec import versions as imported
 
 BOUNDS = ("max_abs", "max_mismatch_fraction", "max_case_fraction", "max_psnr_gap", "min_psnr")
+# The bounds on how far off a failure is (max_case_fraction is how often): an entry with one of them is about
+# measured differences, and covers a failure without a measurement only where its `causes` name that cause.
+SIZE_BOUNDS = ("max_abs", "max_mismatch_fraction", "max_psnr_gap", "min_psnr")
+MEASURED = "values"  # the cause name, in `causes`, of any failure that carries a measured difference
 # One-sided binomial test: a known issue reproducing more often than its envelope allows fails its item
 # only when chance explains the excess with probability below this (no false alarms on a few cases).
 CASE_FRACTION_ALPHA = 1e-3
@@ -61,6 +67,8 @@ class KnownIssue:
     versions: tuple[tuple[str, str], ...] = ()
     where: tuple[tuple[str, tuple[object, ...]], ...] = ()
     match: str | None = None
+    causes: tuple[str, ...] = ()  # MEASURED and globs over unmeasured causes; () = the default (`covered_causes`)
+    scale_by: tuple[str, ...] = ()  # numeric case features whose product multiplies max_abs
     max_abs: float | None = None
     max_mismatch_fraction: float | None = None
     max_case_fraction: float | None = None
@@ -103,6 +111,33 @@ class KnownIssue:
             and self.versions_apply()
         )
 
+    @property
+    def covered_causes(self) -> tuple[str, ...]:
+        """The causes it explains: those it names, else measured differences for an entry with a size bound (a
+        raise has no size), else any cause its checks and `match` select."""
+        if self.causes:
+            return self.causes
+        return (MEASURED,) if any(getattr(self, name) is not None for name in SIZE_BOUNDS) else ("*",)
+
+    def names_cause(self, cause: str, measured: bool) -> bool:
+        """Whether a failure of this cause (with or without a measured difference) is one it explains."""
+        return any(
+            (measured if pattern == MEASURED else not measured and fnmatch.fnmatchcase(cause, pattern))
+            or pattern == "*"
+            for pattern in self.covered_causes
+        )
+
+    def scale(self, features: dict[str, object]) -> float | str:
+        """The product of its `scale_by` features for a case, or why there is none (a feature that is not a
+        number)."""
+        product = 1.0
+        for name in self.scale_by:
+            value = features.get(name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                return f"its scale feature {name!r} is {value!r} for this case, not a finite number"
+            product *= float(value)
+        return product
+
     def in_scope(self, features: dict[str, object]) -> bool:
         """Whether a case (by its features) is one this entry is about."""
         return all(features.get(name) in allowed for name, allowed in self.where)
@@ -115,15 +150,22 @@ class KnownIssue:
             and (self.match is None or re.search(self.match, message) is not None)
         )
 
-    def outside(self, metrics: Any, details: dict[str, Any] | None = None) -> list[str]:
-        """Which bounds of the envelope a failure's metrics (or, for fidelity, its PSNRs) break (empty: within it)."""
+    def outside(
+        self, metrics: Any, details: dict[str, Any] | None = None, features: dict[str, object] | None = None
+    ) -> list[str]:
+        """Which bounds of the envelope a failure's metrics (or, for fidelity, its PSNRs) break (empty: within it);
+        `features`: the case's, by which `max_abs` scales."""
         broken = []
+        scale = self.scale(features or {}) if self.scale_by else 1.0
+        if isinstance(scale, str):
+            return [scale]
         if self.max_psnr_gap is not None and details and "psnr_vs_input" in details:
             gap = details["reference_psnr_vs_input"] - details["psnr_vs_input"]
             if gap > self.max_psnr_gap:
                 broken.append(f"{gap:.2f} dB below the reference's PSNR > {self.max_psnr_gap:g} dB")
-        if metrics is not None and self.max_abs is not None and float(metrics.max_abs) > self.max_abs:
-            broken.append(f"max abs diff {metrics.max_abs:g} > {self.max_abs:g}")
+        if metrics is not None and self.max_abs is not None and float(metrics.max_abs) > self.max_abs * scale:
+            times = f" × {' × '.join(self.scale_by)} = {self.max_abs * scale:g}" if self.scale_by else ""
+            broken.append(f"max abs diff {metrics.max_abs:g} > {self.max_abs:g}{times}")
         if metrics is not None and self.min_psnr is not None and float(metrics.psnr) < self.min_psnr:
             broken.append(f"PSNR {float(metrics.psnr):.2f} dB < {self.min_psnr:g} dB")
         if (
@@ -157,6 +199,10 @@ class KnownIssue:
             found["where"] = {k: list(v) for k, v in self.where}
         if self.match:
             found["match"] = self.match
+        if self.causes:
+            found["causes"] = list(self.causes)
+        if self.scale_by:
+            found["scale_by"] = list(self.scale_by)
         return found
 
     def to_dict(self) -> dict[str, object]:

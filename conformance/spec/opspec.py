@@ -26,7 +26,7 @@ from conformance.spec.domain import ANY_ERROR, Accepted, ExpectedError  # noqa: 
 from conformance.spec.forms import Counterpart, ModuleOp, OpFunction, Sampled
 from conformance.spec.gradients import Gradient
 from conformance.spec.item_ids import ItemId, item_params_id, parse_item_id, variant_key  # noqa: F401 - re-exported
-from conformance.spec.recipes import Case, Recipe
+from conformance.spec.recipes import Case, Recipe, value_span
 from conformance.spec.strategies import image_recipes
 from conformance.spec.tolerances import UNCALIBRATED, Rule, Tolerance, pick_tolerance
 
@@ -204,6 +204,7 @@ class OpSpec:
             "batch_dims": len(recipe.batch),
             "layout": recipe.layout,
             "content": recipe.content,
+            "value_span": value_span(recipe),
         }
         found.update({k: v for k, v in case.params.items() if isinstance(v, (str, int, float, bool))})
         if self.features is not None:

@@ -206,6 +206,17 @@ def _size(nbytes: int) -> str:
     return f"{nbytes / 2**30:,.0f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:,.1f} MiB"
 
 
+# The range each content's values are drawn from, in units of the dtype's white (the rest: 0..1, the valid range)
+CONTENT_RANGES = {"out_of_range": (-0.5, 1.5)}
+
+
+def value_span(recipe: Recipe) -> float:
+    """The width of the range the recipe's values are drawn from, in the dtype's units: a bound on any difference
+    between two values of the image, or blends of them (a known issue's `scale_by` feature)."""
+    low, high = CONTENT_RANGES.get(recipe.content, (0.0, 1.0))
+    return (high - low) * peak(recipe.dtype)
+
+
 def synthesize_unit(recipe: Recipe) -> np.ndarray:
     """Pixels in float64 'unit' scale (0..1 is the valid range) with the recipe's shape."""
     _check_fits(recipe)
@@ -234,7 +245,7 @@ def synthesize_unit(recipe: Recipe) -> np.ndarray:
         return rng.integers(0, 2, shape).astype(np.float64)
     if recipe.content == "noise":
         return rng.random(shape)
-    return rng.uniform(-0.5, 1.5, shape)  # out_of_range
+    return rng.uniform(*CONTENT_RANGES["out_of_range"], shape)
 
 
 def apply_layout(tensor: torch.Tensor, layout: str) -> torch.Tensor:

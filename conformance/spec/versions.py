@@ -20,6 +20,15 @@ from packaging.version import InvalidVersion, Version
 from conformance.spec.libraries import IMPORT_NAMES
 
 
+def harness_version() -> str:
+    """This package's installed version (`conformance.__version__`): a run folder says which harness wrote it (its
+    checks and tolerances change between versions, so two runs' verdicts compare only with that in view)."""
+    try:
+        return importlib.metadata.version("conformance")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"  # run from a source tree that was never installed
+
+
 @dataclass(frozen=True)
 class Installed:
     """One package as this process sees it."""
