@@ -8,7 +8,7 @@ enough to hold in every cell it applies to: per cell (the most cases in scope, a
 check items, which see the same cases) the one-sided 95% Wilson lower bound of explained / in scope,
 then the lowest over the cells with at least MIN_CASES in scope, rounded down to 0.05.
 
-    python benchmarks/five_seeds.py --keep /tmp/seeds
+    python benchmarks/seed_campaign.py --keep /tmp/seeds
     python benchmarks/case_fractions.py /tmp/seeds/seed-*        # proposed values, per entry
 """
 

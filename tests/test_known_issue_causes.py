@@ -112,3 +112,16 @@ def test_a_raise_inside_a_values_entrys_scope_fails_the_item(pytester):
         examples=40,
     )
     assert any("adjust_hue_tv2[cpu-uint8-" in line and "pil]" in line for line in failed_items), failed_items
+
+
+def test_a_judgement_says_how_much_of_the_envelope_a_failure_used(tmp_path):
+    """What a calibration across seeds reads: the entry a measured failure was held to and the ratio of its metric to
+    the bound (the examples table's `envelope`, `envelope_used`), inside the envelope and outside it."""
+    issue = entry(tmp_path, scale_by='["value_span"]')
+    inside = judge(measured("pil", 12), [issue], {"value_span": 1.0})
+    assert inside.verdict == "known_issue" and inside.envelope is not None
+    assert (inside.envelope.issue, inside.envelope.used) == ("hue-rounding", 0.5)
+    outside = judge(measured("pil", 36), [issue], {"value_span": 1.0})
+    assert outside.verdict == "fail" and outside.envelope is not None and outside.envelope.used == 1.5
+    raised = CheckOutcome("pil", False, "a PIL image raises OverflowError", cause="raises")
+    assert judge(raised, [issue], {"value_span": 1.0}).envelope is None  # nothing measured

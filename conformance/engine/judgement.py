@@ -33,11 +33,20 @@ def failure_class(check: str, cause: str) -> type[ConformanceFailure]:
     return _FAILURE_CLASSES[key]
 
 
+@dataclass(frozen=True)
+class EnvelopeUse:
+    """How much of one entry's size bounds a failure used (what calibrating envelopes across seeds reads)."""
+
+    issue: str
+    used: float
+
+
 @dataclass
 class Judgement:
     verdict: str  # "pass", "warning", "known_issue", "fail", "error"
     issue: KnownIssue | None = None
     outside: str = ""  # why an in-scope failure is not the known issue
+    envelope: EnvelopeUse | None = None  # the entry held to (explaining or broken) and how much of it the case used
 
     @property
     def unexpected(self) -> bool:
@@ -51,19 +60,21 @@ def judge(outcome: CheckOutcome, issues: list[KnownIssue], features: dict[str, o
         return Judgement("warning")
     first: KnownIssue | None = None
     for part in outcome.problems():  # a failure of several causes: each must be a known one
-        found, outside = _covering(outcome, part, issues, features)
+        found, outside, held = _covering(outcome, part, issues, features)
         if found is None:
-            return Judgement("error" if outcome.check == "error" else "fail", outside=outside)
+            return Judgement("error" if outcome.check == "error" else "fail", outside=outside, envelope=held)
         first = first or found
-    return Judgement("known_issue", first)
+    assert first is not None
+    used = first.used(outcome.metrics, outcome.details, features) if outcome.measured else None
+    return Judgement("known_issue", first, envelope=None if used is None else EnvelopeUse(first.id, used))
 
 
 def _covering(
     outcome: CheckOutcome, part: Problem, issues: list[KnownIssue], features: dict[str, object]
-) -> tuple[KnownIssue | None, str]:
+) -> tuple[KnownIssue | None, str, EnvelopeUse | None]:
     """The first entry that covers this problem (its message and its cause) within its envelope, or why an entry in
-    scope does not."""
-    outside = ""
+    scope does not (and how far outside the first broken envelope the failure is)."""
+    outside, held = "", None
     measured = outcome.measured and not outcome.parts  # a combined failure's parts are problems without a size
     for issue in issues:
         if not issue.covers(outcome.check, part.text, features):
@@ -77,9 +88,12 @@ def _covering(
             continue
         broken = issue.outside(outcome.metrics, outcome.details, features)
         if not broken:
-            return issue, ""
-        outside = outside or f"outside the envelope of known issue {issue.id}: {'; '.join(broken)} ({issue.link})"
-    return None, outside
+            return issue, "", None
+        if not outside:
+            outside = f"outside the envelope of known issue {issue.id}: {'; '.join(broken)} ({issue.link})"
+            used = issue.used(outcome.metrics, outcome.details, features)
+            held = None if used is None else EnvelopeUse(issue.id, used)
+    return None, outside, held
 
 
 def failure_message(

@@ -127,6 +127,8 @@ class CaseRecorder:
             judged.issue.id if judged.issue else None,
             repro,
             artifact,
+            envelope=judged.envelope.issue if judged.envelope else None,
+            envelope_used=judged.envelope.used if judged.envelope else None,
         )
 
     def _write_worst(self, state: ItemState) -> None:

@@ -178,6 +178,25 @@ class KnownIssue:
             )
         return broken
 
+    def used(
+        self, metrics: Any, details: dict[str, Any] | None = None, features: dict[str, object] | None = None
+    ) -> float | None:
+        """How much of its size bounds a failure uses: the largest ratio of a metric to its bound (1.0: at the bound,
+        above: outside), what a calibration across seeds reads to tell a bound from a measured maximum; None where
+        it has no size bound the failure can be held to."""
+        scale = self.scale(features or {}) if self.scale_by else 1.0
+        ratios = []
+        if metrics is not None and self.max_abs is not None and isinstance(scale, float):
+            ratios.append(_ratio(float(metrics.max_abs), self.max_abs * scale))
+        if metrics is not None and self.max_mismatch_fraction is not None:
+            ratios.append(_ratio(float(metrics.mismatch_fraction), self.max_mismatch_fraction))
+        if metrics is not None and self.min_psnr is not None:
+            ratios.append(_ratio(self.min_psnr, float(metrics.psnr)))
+        if self.max_psnr_gap is not None and details and "psnr_vs_input" in details:
+            gap = details["reference_psnr_vs_input"] - details["psnr_vs_input"]
+            ratios.append(_ratio(float(gap), self.max_psnr_gap))
+        return max(ratios) if ratios else None
+
     def too_often(self, reproduced: int, in_scope: int) -> str | None:
         """Why `reproduced` of `in_scope` cases is more than the envelope's case fraction allows, or None."""
         if self.max_case_fraction is None or in_scope == 0 or reproduced / in_scope <= self.max_case_fraction:
@@ -213,6 +232,13 @@ class KnownIssue:
             "strict": self.strict,
             "envelope": self.envelope(),
         }
+
+
+def _ratio(value: float, bound: float) -> float:
+    """value / bound, where a zero bound is used up by any positive value."""
+    if bound > 0:
+        return value / bound
+    return 0.0 if value <= 0 else math.inf
 
 
 def binomial_tail(k: int, n: int, p: float) -> float:

@@ -205,6 +205,7 @@ class OpSpec:
             "layout": recipe.layout,
             "content": recipe.content,
             "value_span": value_span(recipe),
+            "side": max(recipe.height, recipe.width),  # what a position's rounding grows with (a `scale_by` feature)
         }
         found.update({k: v for k, v in case.params.items() if isinstance(v, (str, int, float, bool))})
         if self.features is not None:

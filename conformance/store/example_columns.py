@@ -28,6 +28,8 @@ class ExampleRow:
     tolerance: str | None  # the tolerance's name
     atol: float | None
     known_issue: str | None  # the id of the entry that explained it
+    envelope: str | None  # the entry whose size bounds the failure was held to (explaining it or broken)
+    envelope_used: float | None  # the largest ratio of a metric to that entry's bound (above 1: outside)
     diverges: str | None
     behaviour: str | None
     peers: list[dict[str, Any]] | None  # the cross-library measurement of a reference outcome

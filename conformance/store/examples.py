@@ -28,7 +28,7 @@ from typing import Any
 from conformance.store.example_columns import ITEM_COLUMNS, ROW_COLUMNS
 
 FOLDER = "examples"
-FLOATS = ("max_abs", "mae", "mismatch_fraction", "psnr", "atol")
+FLOATS = ("max_abs", "mae", "mismatch_fraction", "psnr", "atol", "envelope_used")
 STRING_COLUMNS = tuple(c for c in (*ITEM_COLUMNS, *ROW_COLUMNS) if c not in (*FLOATS, "virtual", "example", "peers"))
 
 

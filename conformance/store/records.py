@@ -93,9 +93,13 @@ class RecordWriter:
         known_issue: str | None,
         repro: str | None,
         artifact: str | None,
+        *,
+        envelope: str | None = None,
+        envelope_used: float | None = None,
     ) -> None:
         """One checked example of the running item (a `CheckOutcome` judged `verdict`): a row of the examples
-        table and its tally, where its phase (decided by the item's ledger; a name is read as its Phase) counts."""
+        table and its tally, where its phase (decided by the item's ledger; a name is read as its Phase) counts;
+        `envelope`, `envelope_used`: the known issue whose size bounds it was held to, and how much of them it used."""
         phase = Phase(phase)
         if not phase.counted:
             if self.tally is not None:
@@ -147,6 +151,8 @@ class RecordWriter:
                 tolerance=name,
                 atol=atol,
                 known_issue=known_issue,
+                envelope=envelope,
+                envelope_used=envelope_used,
                 diverges=outcome.diverges,
                 behaviour=outcome.behaviour,
                 peers=peer_rows(peers),
