@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import ast
 import inspect
-import math
 import os
+import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from jinja2 import Environment, PackageLoader
 
 from conformance.devices.calls import sample_params
 from conformance.devices.target_names import script_device
 from conformance.report.repro import Failure, from_case, from_run
+from conformance.report.repro_names import template
 from conformance.report.repro_source import render
 from conformance.report.repro_trace import public_name
 from conformance.spec.recipes import apply_layout, materialize, peak
@@ -33,17 +32,6 @@ EXPECTED = {
 
 def default_path(failure: Failure) -> Path:
     return Path(f"repro_{safe_name(failure.stem)}.py")
-
-
-def literal(value: Any) -> str:
-    """A Python literal of a JSON-like value (non-finite floats spelt so that they evaluate)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f'float("{value}")'
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(literal(v) for v in value) + "]"
-    return repr(value)
 
 
 def layout_code(layout: str) -> list[str]:
@@ -95,7 +83,8 @@ def _doc(failure: Failure, script: Path, how: str, notes: list[str], libraries: 
         f"{', '.join(libraries) or 'no other library'}; not conformance.",
         f"    python {script.name} [DEVICE]",
         "Exit status: 1 when the failure reproduces (beyond the tolerance, an invariant broken, an unexpected error "
-        "or none where one is expected), 0 when it does not, 3 when it cannot run here (no such DEVICE).",
+        "or none where one is expected), 0 when it does not, 3 when it cannot run here (no such DEVICE, a library "
+        "missing), 4 when the script itself fails (its own error, or the op not callable as written: no finding).",
         f"Input: a {recipe.dtype} image of shape {list(recipe.shape)} (..., channels, height, width), layout "
         f"{recipe.layout}, content {recipe.content!r} of seed {recipe.seed}, stored exactly as the harness made it "
         f"({script.with_suffix('.npz').name}, 'input').",
@@ -140,14 +129,11 @@ def write_repro(failure: Failure, script: Path) -> Path:
     if expected is not None:
         data["expected"] = compact(expected)
     data.update(rendered.arrays)
-    libraries = sorted({line.split()[1].partition(".")[0] for line in imports} - {"torch", "numpy"})
+    roots = {line.split()[1].partition(".")[0] for line in imports}
+    libraries = sorted(roots - {"torch", "numpy"} - sys.stdlib_module_names)
     recorded = ", ".join(f"{k} {v}" for k, v in failure.versions.items() if k in ("torch", *libraries))
-    environment = Environment(
-        loader=PackageLoader("conformance.report", "templates"), trim_blocks=True, lstrip_blocks=True, autoescape=False
-    )
-    environment.filters["literal"] = literal
     output_dtype = spec.output_dtype_of(case)
-    text = environment.get_template("repro.py.j2").render(
+    text = template().render(
         doc=_doc(failure, script, rendered.how, notes, libraries),
         isa=isa,
         imports=imports,
@@ -169,6 +155,7 @@ def write_repro(failure: Failure, script: Path) -> Path:
         layout_code=layout_code(case.recipe.layout),
         definitions=rendered.definitions,
         body=rendered.body,
+        own=rendered.own,
         recorded=recorded or "(no run: checked here)",
         libraries=["torch", "numpy", *libraries],
     )
