@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import unittest
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from conformance.engine import interrupts
 from conformance.plugin import STATE, run_of
 from conformance.plugin_collection import spec_of as _spec_of
 from conformance.spec.item_ids import item_params_id
+from conformance.suite.stock import command_path
 from conformance.watchdog import watch
 
 
@@ -38,7 +38,7 @@ def _item_info(item: pytest.Item) -> Any:
         return None
     test = getattr(item, "originalname", item.name)  # a pytest.Function's name without its parameters
     named, _, within = item.nodeid.partition("::")
-    outside = item.config.rootpath / named != item.path  # pytest's id of a module outside its rootdir
+    shown = command_path(named, item.path, item.config.invocation_params.dir)
     return ItemInfo(
         item.nodeid,
         test,
@@ -48,7 +48,7 @@ def _item_info(item: pytest.Item) -> Any:
         params["dtype"],
         params["mode"],
         params["check"],
-        command_id=f"{os.path.relpath(item.path)}::{within}" if outside else "",
+        command_id=f"{shown}::{within}" if shown != named else "",
     )
 
 

@@ -35,8 +35,8 @@ class ItemInfo:
     dtype: str
     mode: str
     check: str
-    # the item as a command line names it, where pytest's id does not (a case module outside pytest's rootdir, e.g.
-    # your own folder run beside the installed stock suite: pytest ids it from the folder, not from here)
+    # the item as a command line started where the run was names it, where pytest's id does not (a case module
+    # outside pytest's rootdir, or outside the current folder: pytest ids it from the folder or the rootdir)
     command_id: str = ""
 
     @property

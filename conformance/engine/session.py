@@ -269,7 +269,7 @@ class ConformanceRun:
                     case.to_json(),
                     str(self.run_dir),
                     repro or "",
-                    repro_line(state.nodeid, state.check, self.run_dir),
+                    repro_line(state.info.rerun_id, state.check, self.run_dir),
                 )
             )
         state.settled.add(case.key)

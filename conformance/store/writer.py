@@ -98,18 +98,19 @@ class Store:
         if flush:
             self._file.flush()
 
-    def running(self, nodeid: str, case_json: str, stamp: int = 0) -> None:
+    def running(self, nodeid: str, case_json: str, stamp: int = 0, command_id: str = "") -> None:
         """Name the case this process is about to run, in place of the last one (a file of two lines, rewritten
         before every op call): if the process dies, the controller reads it (`last_case_started`), and its
         watchdog if it overruns (`stamp`: the check's number in `devices.deadline`, which says whether this is
         still the running case).  One write a case: a shorter text is padded with spaces over the longer one
         before it (the reader strips them), where truncating the file cost a second system call on each of the
-        run's 670,000 checks."""
+        run's 670,000 checks.  `command_id`: the item as a rerun line names it, where pytest's id does not."""
         if self._running is None:
             self._running = os.open(
                 self.run_dir / "outcomes" / f"{self.worker}.running", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
             )
-        data = f"{json.dumps({'nodeid': nodeid, 'stamp': stamp})}\n{case_json}\n".encode()
+        head = {"nodeid": nodeid, "stamp": stamp, **({"command": command_id} if command_id else {})}
+        data = f"{json.dumps(head)}\n{case_json}\n".encode()
         size = len(data)
         if size < self._running_size:
             data += b" " * (self._running_size - size)
