@@ -225,10 +225,13 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
         return
     if not controller or run_dir is None or not (run_dir / "outcomes").is_dir():
         return
-    from conformance.report.terminal import finish_run_folder
+    from conformance.report.terminal import checked_nothing, finish_run_folder
 
     state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
     state.summarised_complete = not interrupted
+    if session.exitstatus == pytest.ExitCode.OK and not session.config.option.collectonly:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED if checked_nothing(summary) else session.exitstatus
 
 
 def _late_stop(config: pytest.Config, state: PluginState) -> None:

@@ -59,6 +59,7 @@ class ItemState:
     tally: Tally = field(default_factory=Tally)
     features_seen: set[str] = field(default_factory=set)  # feature names of its cases (for `where` typos)
     checked: int = 0  # cases the check applied to (it has nothing to look at when, e.g., the op raised)
+    out_of_memory: int = 0  # cases that ran out of memory on the target (resource outcomes: checked by nothing)
     failure_seen: bool = False
     examples: int = 0
     drawn: list[Case] = field(default_factory=list)  # hypothesis' generated cases, in order, once each
@@ -158,6 +159,11 @@ def verdict(state: ItemState, staleness: ki.Staleness) -> ItemEnd:
     problems += [
         m for i in state.applicable if (m := i.too_often(state.reproductions[i.id], state.in_scope[i.id])) is not None
     ]
+    if state.out_of_memory and not state.examples:  # a resource outcome each: the item checked nothing
+        problems.append(
+            f"each of its {state.out_of_memory} cases ran out of memory on {state.info.target} (a resource outcome "
+            f"each): the {state.info.check} check checked nothing; free the device's memory or draw smaller cases"
+        )
     if problems:
         return ItemEnd(fail="; ".join(problems), warnings=shown)
     if state.reproduced:

@@ -241,6 +241,7 @@ class ConformanceRun:
         if ctx.run.not_run is not None:
             raise CaseNotRunnable(state.target.not_run_message(ctx.run.not_run))
         if ctx.run.resource is not None:  # out of memory: recorded, and the next case runs
+            state.out_of_memory += 1
             self.recorder.resource(state, case, ctx.run.resource)
             return
         outcome = self.cache.outcome(ctx, state.check)

@@ -65,6 +65,19 @@ def header(
     )
 
 
+CHECKED = ("pass", "fail", "error", "known_issue", "warning")  # verdicts of a case some check looked at
+
+
+def checked_nothing(summary: dict[str, Any]) -> str | None:
+    """Why a complete run that checked no case at all must not pass (every item skipped or out of memory), or None:
+    a gate that checked nothing is not green."""
+    totals = summary.get("totals") or {}
+    if not summary.get("complete") or any(totals.get(verdict) for verdict in CHECKED):
+        return None
+    counts = ", ".join(f"{n} {v}" for v, n in totals.items()) or "no outcome"
+    return f"conformance: nothing was checked ({counts}): a run that checked nothing fails (exit 1)"
+
+
 def write_section(
     terminalreporter: Any,
     config: pytest.Config,
@@ -96,6 +109,9 @@ def write_section(
     if compiled:
         write(compiled)
     write(f"results: {summary_path}")
+    nothing = checked_nothing(summary)
+    if nothing:
+        write(nothing, red=True, bold=True)
     if report_path:
         write(f"report: {report_path}")
     if report_error:
