@@ -17,6 +17,7 @@ from conformance.engine import interrupts
 from conformance.plugin import STATE, run_of
 from conformance.plugin_collection import spec_of as _spec_of
 from conformance.spec.item_ids import item_params_id
+from conformance.store.printable import printable, shortened
 from conformance.suite.stock import command_path
 from conformance.watchdog import watch
 
@@ -216,6 +217,21 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     )
 
 
+def _printable(report: pytest.TestReport, run_dir: Path) -> None:
+    """What the terminal shows of the item, where an op's words reach it (its error, a traceback through it, what it
+    printed, why it was skipped), with control characters escaped and a long skip reason cut (the record keeps it)."""
+    if report.failed and report.longrepr is not None:
+        text = str(report.longrepr)
+        if printable(text) != text:  # else pytest's own repr stays, with its crash line for the short summary
+            report.longrepr = printable(text)
+    elif report.skipped and isinstance(report.longrepr, tuple):
+        path, line, reason = report.longrepr
+        report.longrepr = (path, line, printable(shortened(reason, f"{run_dir} (the item's record)")))
+    if hasattr(report, "wasxfail"):
+        report.wasxfail = printable(report.wasxfail)
+    report.sections = [(title, printable(content)) for title, content in report.sections]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
@@ -229,6 +245,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.wasxfail = item.stash[XFAIL]
     if report.failed and call.excinfo is not None and is_conformance_failure(call.excinfo.value):
         report.longrepr = finding_text(call.excinfo.value)  # the finding, without the harness's frames
+    _printable(report, run_of(item.config).run_dir)
     if report.failed and call.excinfo is not None and not interrupts.is_interrupt(call.excinfo.value):
         info = _item_info(item)
         if info is not None:  # the summary must count every item pytest fails (a recorded one is left alone)

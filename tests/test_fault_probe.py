@@ -1,8 +1,11 @@
 """An op's odd behaviour is a finding or a skip in a few lines of its own, never the harness's traceback (issue 46,
 item 7): an output on the meta device, which holds no data."""
 
+import re
+
 import pytest
 
+from conformance.cli import main
 from conformance.store.reader import read_outcomes
 
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--sweep=none", "--max-examples=3"]
@@ -64,3 +67,37 @@ def test_a_run_that_checked_nothing_at_all_does_not_pass(pytester):
     result = pytester.runpytest_inprocess(*QUICK, "--targets=cpu")
     result.assert_outcomes(skipped=4)
     assert result.ret == 1 and "conformance: nothing was checked" in result.stdout.str(), result.stdout.str()
+
+
+RAW = """
+import torch
+from conformance import OpSpec, Rule, Tolerance
+
+MESSAGE = "\\x1b[31mRED\\x00\\x07bell " + b"\\xff\\xfe".decode("utf-8", "surrogateescape") + "x" * 10000
+
+def loud(image, params):
+    print("\\x1b[32mGREEN\\x1b[0m\\r")
+    raise ValueError(MESSAGE)
+
+test_loud = OpSpec(
+    name="loud", call=loud, reference=lambda image, case: image, dtypes=("float32",),
+    tolerances=[Rule(Tolerance("float", atol=1e-6, reason="exact"))],
+).test()
+"""
+
+
+def test_an_ops_control_bytes_are_escaped_and_a_long_message_is_cut_where_the_terminal_shows_them(pytester, tmp_path):
+    pytester.makepyfile(test_loud=RAW)
+    result = pytester.runpytest_inprocess(*QUICK, "--targets=cpu", "-rA")
+    out = "\n".join(result.outlines + result.errlines)
+    assert result.ret == 1 and "\\x1b[31mRED\\x00\\x07bell \\udcff\\udcfexxx" in out, out[-3000:]
+    assert "\\x1b[32mGREEN\\x1b[0m\\x0d" in out  # what it printed, captured, as pytest shows it
+    assert not any(c in out for c in "\x1b\x00\x07\r\udcff"), [c for c in "\x1b\x00\x07\r\udcff" if c in out]
+    assert re.search(r"x \[\.\.\. cut here: 9,\d\d\d more characters; the whole message is in .*reports", out)
+    assert len(out) < 8000, len(out)
+    rows, _ = read_outcomes(pytester.path / "reports" / "latest")
+    kept = [r["message"] for r in rows if r.get("verdict") == "error"]
+    assert kept and len(kept[0]) > 10000 and "\x1b[31mRED\x00" in kept[0]  # the record keeps it whole
+    assert main(["repro", "test_loud.py::test_loud[cpu-float32-default-error]", "-o", str(tmp_path)]) == 0
+    (script,) = tmp_path.glob("*.py")
+    compile(script.read_text(), str(script), "exec")  # a NUL in its docstring: "source code cannot contain null bytes"

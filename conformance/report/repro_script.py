@@ -20,6 +20,7 @@ from conformance.report.repro_names import template
 from conformance.report.repro_source import render
 from conformance.report.repro_trace import public_name
 from conformance.spec.recipes import apply_layout, materialize, peak
+from conformance.store.printable import printable
 from conformance.store.writer import compact, safe_name, save_arrays, write_atomically
 
 WIDTH = 116
@@ -91,7 +92,7 @@ def _doc(failure: Failure, script: Path, how: str, notes: list[str], libraries: 
         f"The call (`call` below): {how}.",
         f"Held to: {EXPECTED.get(failure.against, failure.against)} ('expected' in the npz).",
         f"Tolerance {tolerance.get('name', '?')!r} ({bounds}): {tolerance.get('reason', '')}",
-        f"What the harness said: {failure.message}",
+        f"What the harness said: {printable(failure.message)}",  # a NUL in the source would stop the script
         *([f"The suite's known issue {failure.known_issue} explains it."] if failure.known_issue else []),
         *notes,
         f"The case: {case.json}",

@@ -16,6 +16,7 @@ from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
 from conformance.store import compile_stats
 from conformance.store.aggregate import write_summary
+from conformance.store.printable import printable
 from conformance.store.reader import ENDED
 from conformance.store.writer import write_atomically
 
@@ -90,7 +91,10 @@ def write_section(
     if not summary_path.is_file():
         return
     summary = json.loads(summary_path.read_text())
-    write = terminalreporter.write_line
+
+    def write(line: str, **markup: bool) -> None:  # a summary's lines hold words of the ops' (their warnings)
+        terminalreporter.write_line(printable(line), **markup)
+
     terminalreporter.section("conformance summary")
     selected = bool(  # a part of the suite: a known issue for an item outside it is not unused
         config.option.keyword
