@@ -92,14 +92,15 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
         from conformance.engine import distribute
         from conformance.engine.case_sources import CaseSourceError
         from conformance.engine.session import ConformanceRun
-        from conformance.spec import sweep
+        from conformance.spec import sweep, sweep_import, sweep_tables
     except ExtensionError as exc:
         raise pytest.UsageError(f"an installed extension of conformance: {exc}") from None
 
     _handle_stops(state, worker=hasattr(config, "workerinput"))
     try:  # a sweep module that does not import: one line now, not a traceback at collection or session start
-        sweep.check_importable(sweep.parse(os.environ.get(options.SWEEP_ENV, "")))
-    except sweep.SweepModuleError as exc:
+        modules = sweep.parse(os.environ.get(options.SWEEP_ENV, ""))
+        sweep_import.check_importable(modules, probe=not hasattr(config, "workerinput"))  # the controller probed
+    except sweep_tables.SweepModuleError as exc:
         raise pytest.UsageError(str(exc)) from None
     cfg = run_config.build(config)
     profile = run_config.profile_name(config)

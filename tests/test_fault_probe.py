@@ -101,3 +101,20 @@ def test_an_ops_control_bytes_are_escaped_and_a_long_message_is_cut_where_the_te
     assert main(["repro", "test_loud.py::test_loud[cpu-float32-default-error]", "-o", str(tmp_path)]) == 0
     (script,) = tmp_path.glob("*.py")
     compile(script.read_text(), str(script), "exec")  # a NUL in its docstring: "source code cannot contain null bytes"
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("raise KeyboardInterrupt", "importing 'stops_at_import' raised KeyboardInterrupt: it cannot be swept"),
+        ("import os\nos._exit(5)", "importing 'stops_at_import' ended the process importing it with exit status 5"),
+    ],
+)
+def test_a_sweep_module_that_ends_its_process_at_import_is_one_line_and_a_usage_error(pytester, body, said):
+    """It exited 2 with no output and no run folder (KeyboardInterrupt), or 5, pytest's 'no tests collected',
+    silently (os._exit): the module is imported in a process of its own first."""
+    pytester.makepyfile(test_meta=META, stops_at_import=body)
+    result = pytester.runpytest_subprocess(*QUICK[:2], "--sweep=stops_at_import", "--targets=cpu")
+    err = result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and f"--sweep: {said}" in err, (result.ret, err)
+    assert len(err.strip().splitlines()) == 1 and not (pytester.path / "reports").exists(), err
