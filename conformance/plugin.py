@@ -29,6 +29,7 @@ import pytest
 from conformance.engine import config as run_config
 from conformance.engine import interrupts, options, profiles
 from conformance.launch import announce_run_dir
+from conformance.store.disk import DiskFull
 
 pytest_plugins = ("conformance.plugin_collection", "conformance.plugin_items")  # registered with this module
 profiles.register()  # named profiles for --hypothesis-profile; registering loads nothing
@@ -228,7 +229,12 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
         return
     from conformance.report.terminal import checked_nothing, finish_run_folder
 
-    state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
+    try:
+        state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
+    except DiskFull as exc:  # one line, where the summary would have been said
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        (reporter.write_line if reporter is not None else print)(f"conformance: {exc}")
+        return
     state.summarised_complete = not interrupted
     if session.exitstatus == pytest.ExitCode.OK and not session.config.option.collectonly:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))

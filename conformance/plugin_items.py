@@ -257,4 +257,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         info = _item_info(item)
         if info is not None:
             run_of(item.config).record_skip(info, reason)
+    full = run_of(item.config).disk_full if report.when == "teardown" else None
+    if full:  # nothing more can be recorded: the run stops, its summary counting what reached the disk
+        item.session.shouldstop = f"conformance: {full}; the run stops here"
     return report

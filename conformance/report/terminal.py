@@ -16,6 +16,7 @@ from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
 from conformance.store import compile_stats
 from conformance.store.aggregate import write_summary
+from conformance.store.disk import full_disk
 from conformance.store.printable import printable
 from conformance.store.reader import ENDED
 from conformance.store.writer import write_atomically
@@ -127,7 +128,8 @@ def write_section(
 
 def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, str | None]:
     """At the end of the session (controller or single process): summary.json, the HTML report and
-    the `latest` link.  Returns (report path, why the report failed)."""
+    the `latest` link.  Returns (report path, why the report failed); DiskFull where summary.json could not be
+    written."""
     write_summary(run_dir, complete=not interrupted)
     write_atomically(run_dir / ENDED, json.dumps({"complete": not interrupted}) + "\n")
     report_path, report_error = None, None
@@ -135,7 +137,7 @@ def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, st
         report_path = build_report(run_dir)
         append_to_step_summary((run_dir / "summary.md").read_text(encoding="utf-8"))  # where CI shows it
     except Exception as exc:  # noqa: BLE001 - the report must never turn a run's verdict into a crash
-        report_error = f"{type(exc).__name__}: {exc}"
+        report_error = full_disk(exc) or f"{type(exc).__name__}: {exc}"
     latest = run_dir.parent / "latest"
     try:
         if latest.is_symlink() or not latest.exists():
