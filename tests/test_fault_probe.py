@@ -6,6 +6,7 @@ import re
 import pytest
 
 from conformance.cli import main
+from conformance.report.markdown import summary_markdown
 from conformance.store.reader import read_outcomes
 
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--sweep=none", "--max-examples=3"]
@@ -118,3 +119,20 @@ def test_a_sweep_module_that_ends_its_process_at_import_is_one_line_and_a_usage_
     err = result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR and f"--sweep: {said}" in err, (result.ret, err)
     assert len(err.strip().splitlines()) == 1 and not (pytester.path / "reports").exists(), err
+
+
+def test_summary_md_gives_a_repro_command_that_works_copied_from_the_raw_file():
+    """It was escaped as Markdown text (`test\\_x`, `\\[cpu-...\\]`): the command copied from the file failed."""
+    command = "python -m conformance repro 'mycases/test_my_op.py::test_my_op[cpu-float32-default-reference]' --run r"
+    odd = "python -m conformance repro 'x.py::test_a`b[cpu-float32-default-reference]' --run r"  # a backtick in it
+    lines = summary_markdown(
+        "run",
+        {
+            "headline": "h",
+            "new": [],
+            "findings": [],
+            "details": [{"script": c, "verdict": "fail"} for c in (command, odd)],
+        },
+        {"totals": {}},
+    ).splitlines()
+    assert f"- `{command}`" in lines and f"- ``{odd}``" in lines
