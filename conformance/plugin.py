@@ -30,6 +30,7 @@ from conformance.engine import config as run_config
 from conformance.engine import interrupts, options, profiles
 from conformance.launch import announce_run_dir
 from conformance.store.disk import DiskFull
+from conformance.suite.stock import sweeps
 
 pytest_plugins = ("conformance.plugin_collection", "conformance.plugin_items")  # registered with this module
 profiles.register()  # named profiles for --hypothesis-profile; registering loads nothing
@@ -98,8 +99,12 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
         raise pytest.UsageError(f"an installed extension of conformance: {exc}") from None
 
     _handle_stops(state, worker=hasattr(config, "workerinput"))
+    # the sweep's modules, said and recorded where it runs: the stock sweep module is collected, or --sweep names
+    # them (for a case module of one's own); not under --no-stock alone
+    asked = config.getoption("sweep", None) or sweeps(config.args, config.invocation_params.dir)
+    swept = os.environ.get(options.SWEEP_ENV, "") if asked else ""
     try:  # a sweep module that does not import: one line now, not a traceback at collection or session start
-        modules = sweep.parse(os.environ.get(options.SWEEP_ENV, ""))
+        modules = sweep.parse(swept)
         sweep_import.check_importable(modules, probe=not hasattr(config, "workerinput"))  # the controller probed
     except sweep_tables.SweepModuleError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -110,9 +115,7 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     def environment() -> dict[str, Any]:
         if not collected:
             collected.update(
-                env_info.collect(list(cfg.targets)),
-                hypothesis_profile=profile,
-                sweep=env_info.sweep_coverage(os.environ.get(options.SWEEP_ENV, "")),
+                env_info.collect(list(cfg.targets)), hypothesis_profile=profile, sweep=env_info.sweep_coverage(swept)
             )
         return collected
 

@@ -1,6 +1,7 @@
 """An op's odd behaviour is a finding or a skip in a few lines of its own, never the harness's traceback (issue 46,
 item 7): an output on the meta device, which holds no data."""
 
+import json
 import re
 
 import pytest
@@ -136,3 +137,14 @@ def test_summary_md_gives_a_repro_command_that_works_copied_from_the_raw_file():
         {"totals": {}},
     ).splitlines()
     assert f"- `{command}`" in lines and f"- ``{odd}``" in lines
+
+
+def test_a_run_without_the_sweep_module_says_nothing_of_the_sweep(pytester):
+    """Under `--no-stock mycases/` (or with only some families named) the six 'sweep of ...' header lines printed
+    all the same, for a sweep that did not run."""
+    pytester.makepyfile(test_meta=META)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--targets=cpu", "--max-examples=2")
+    out = result.stdout.str()
+    assert "conformance targets: cpu" in out and "sweep of" not in out, out
+    rows = json.loads(next((pytester.path / "reports").glob("*/environment/*.json")).read_text())
+    assert not rows.get("sweep"), rows.get("sweep")

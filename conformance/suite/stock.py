@@ -103,3 +103,11 @@ def command_path(named: str, module: Path, here: Path) -> str:
     if found.exists() and found.resolve() == module:
         return named
     return os.path.relpath(module, here) if _inside(module, here) else str(module)
+
+
+def sweeps(args: list[str], here: Path) -> bool:
+    """Whether pytest's collection arguments (relative to `here`) take in the stock suite's device sweep module:
+    under `--no-stock`, or with only some families named, the sweep does not run, and says nothing."""
+    stock = stock_cases()
+    module = stock / "test_sweep.py" if stock is not None else None
+    return module is not None and any(_inside(module, here / arg.split("::")[0]) for arg in args)
