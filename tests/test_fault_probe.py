@@ -148,3 +148,15 @@ def test_a_run_without_the_sweep_module_says_nothing_of_the_sweep(pytester):
     assert "conformance targets: cpu" in out and "sweep of" not in out, out
     rows = json.loads(next((pytester.path / "reports").glob("*/environment/*.json")).read_text())
     assert not rows.get("sweep"), rows.get("sweep")
+
+
+def test_a_latest_that_is_a_folder_is_left_as_it_is_and_said(pytester):
+    """A real folder at reports/latest was left stale, silently: it is never replaced (it may hold someone's data),
+    and the run's end says that it does not name this run."""
+    pytester.makepyfile(test_meta=META)
+    mine = pytester.path / "reports" / "latest" / "mine.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("my notes")
+    out = pytester.runpytest_inprocess(*QUICK, "--targets=cpu").stdout.str()
+    assert f"warning: {mine.parent} is a folder, not the link to the newest run: it is left as it is" in out, out
+    assert mine.read_text() == "my notes" and not mine.parent.is_symlink()

@@ -21,6 +21,8 @@ from conformance.store.printable import printable
 from conformance.store.reader import ENDED
 from conformance.store.writer import write_atomically
 
+LATEST = "latest"  # beside the runs: a link to the newest
+
 
 def sweep_lines(coverage: dict[str, Any]) -> list[str]:
     """One header line per module the run sweeps: classes found, swept, and skipped by reason."""
@@ -124,6 +126,24 @@ def write_section(
             f"warning: the HTML report could not be built ({report_error}); retry with: "
             f"python -m conformance report {run_dir}"
         )
+    stale = stale_latest(run_dir)
+    if stale:
+        write(f"warning: {stale}", yellow=True)
+
+
+def stale_latest(run_dir: Path) -> str | None:
+    """Why `latest` beside the run does not name it: a folder or file of someone's there (never replaced: it may
+    hold their data), or a link that could not be made; None where it links to the run."""
+    latest = run_dir.parent / LATEST
+    if latest.is_symlink():
+        return None
+    if latest.exists():
+        kind = "a folder" if latest.is_dir() else "a file"
+        return (
+            f"{latest} is {kind}, not the link to the newest run: it is left as it is, so it still names whatever "
+            f"it held; move it away and the next run links it (this run: {run_dir})"
+        )
+    return f"{latest} could not be made a link to this run ({run_dir})"
 
 
 def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, str | None]:
@@ -138,7 +158,7 @@ def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, st
         append_to_step_summary((run_dir / "summary.md").read_text(encoding="utf-8"))  # where CI shows it
     except Exception as exc:  # noqa: BLE001 - the report must never turn a run's verdict into a crash
         report_error = full_disk(exc) or f"{type(exc).__name__}: {exc}"
-    latest = run_dir.parent / "latest"
+    latest = run_dir.parent / LATEST
     try:
         if latest.is_symlink() or not latest.exists():
             latest.unlink(missing_ok=True)
