@@ -68,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.previous_sweep = os.environ.get(options.SWEEP_ENV)
     os.environ[options.SWEEP_ENV] = "" if swept == "none" else swept
     controller = isinstance(getattr(config.option, "numprocesses", None), int) and not hasattr(config, "workerinput")
-    if run_config.asked_for(config):
+    if run_config.asked_for(config) and not _only_informs(config):
         _start(config, state)
         if not run_config.log_capture_wanted(config):
             config.pluginmanager.set_blocked("logging-plugin")  # registered by pytest's logging plugin, later
@@ -82,6 +82,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
         state.run_dir = options.run_dir(config, validate=False)
         distribute.configure(config, state.run_dir, None)
+
+
+def _only_informs(config: pytest.Config) -> bool:
+    """pytest says something and ends (--help, --markers): no run, so no run folder (one was left, empty)."""
+    return bool(getattr(config.option, "help", False) or getattr(config.option, "markers", False))
 
 
 def _start(config: pytest.Config, state: PluginState) -> Any:

@@ -160,3 +160,10 @@ def test_a_latest_that_is_a_folder_is_left_as_it_is_and_said(pytester):
     out = pytester.runpytest_inprocess(*QUICK, "--targets=cpu").stdout.str()
     assert f"warning: {mine.parent} is a folder, not the link to the newest run: it is left as it is" in out, out
     assert mine.read_text() == "my notes" and not mine.parent.is_symlink()
+
+
+@pytest.mark.parametrize("asked", ["--help", "--markers"])
+def test_help_leaves_no_run_folder(pytester, asked):
+    """`python -m conformance run --help` left an empty reports/<timestamp>/ behind."""
+    result = pytester.runpytest_inprocess("--conformance", "-p", "no:cacheprovider", asked)
+    assert result.ret == 0 and not (pytester.path / "reports").exists(), list(pytester.path.rglob("*"))
