@@ -160,9 +160,9 @@ def verdict(state: ItemState, staleness: ki.Staleness) -> ItemEnd:
         m for i in state.applicable if (m := i.too_often(state.reproductions[i.id], state.in_scope[i.id])) is not None
     ]
     if state.out_of_memory and not state.examples:  # a resource outcome each: the item checked nothing
-        cases = "its one case" if state.out_of_memory == 1 else f"each of its {state.out_of_memory} cases"
+        each = "its one case" if state.out_of_memory == 1 else f"each of its {state.out_of_memory} cases"
         problems.append(
-            f"{cases} ran out of memory on {state.info.target} (a resource outcome): the {state.info.check} check "
+            f"{each} ran out of memory on {state.info.target} (a resource outcome): the {state.info.check} check "
             f"checked nothing; free the device's memory or draw smaller cases"
         )
     if problems:
