@@ -29,6 +29,8 @@ import pytest
 from conformance.engine import config as run_config
 from conformance.engine import interrupts, options, profiles
 from conformance.launch import announce_run_dir
+from conformance.store.disk import DiskFull
+from conformance.suite.stock import sweeps
 
 pytest_plugins = ("conformance.plugin_collection", "conformance.plugin_items")  # registered with this module
 profiles.register()  # named profiles for --hypothesis-profile; registering loads nothing
@@ -66,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.previous_sweep = os.environ.get(options.SWEEP_ENV)
     os.environ[options.SWEEP_ENV] = "" if swept == "none" else swept
     controller = isinstance(getattr(config.option, "numprocesses", None), int) and not hasattr(config, "workerinput")
-    if run_config.asked_for(config):
+    if run_config.asked_for(config) and not _only_informs(config):
         _start(config, state)
         if not run_config.log_capture_wanted(config):
             config.pluginmanager.set_blocked("logging-plugin")  # registered by pytest's logging plugin, later
@@ -82,6 +84,11 @@ def pytest_configure(config: pytest.Config) -> None:
         distribute.configure(config, state.run_dir, None)
 
 
+def _only_informs(config: pytest.Config) -> bool:
+    """pytest says something and ends (--help, --markers): no run, so no run folder (one was left, empty)."""
+    return bool(getattr(config.option, "help", False) or getattr(config.option, "markers", False))
+
+
 def _start(config: pytest.Config, state: PluginState) -> Any:
     """Set the run up: configuration, targets, case sources, known issues, records (imports torch)."""
     from conformance.spec.extensions import ExtensionError
@@ -92,14 +99,19 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
         from conformance.engine import distribute
         from conformance.engine.case_sources import CaseSourceError
         from conformance.engine.session import ConformanceRun
-        from conformance.spec import sweep
+        from conformance.spec import sweep, sweep_import, sweep_tables
     except ExtensionError as exc:
         raise pytest.UsageError(f"an installed extension of conformance: {exc}") from None
 
     _handle_stops(state, worker=hasattr(config, "workerinput"))
+    # the sweep's modules, said and recorded where it runs: the stock sweep module is collected, or --sweep names
+    # them (for a case module of one's own); not under --no-stock alone
+    asked = config.getoption("sweep", None) or sweeps(config.args, config.invocation_params.dir)
+    swept = os.environ.get(options.SWEEP_ENV, "") if asked else ""
     try:  # a sweep module that does not import: one line now, not a traceback at collection or session start
-        sweep.check_importable(sweep.parse(os.environ.get(options.SWEEP_ENV, "")))
-    except sweep.SweepModuleError as exc:
+        modules = sweep.parse(swept)
+        sweep_import.check_importable(modules, probe=not hasattr(config, "workerinput"))  # the controller probed
+    except sweep_tables.SweepModuleError as exc:
         raise pytest.UsageError(str(exc)) from None
     cfg = run_config.build(config)
     profile = run_config.profile_name(config)
@@ -108,9 +120,7 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     def environment() -> dict[str, Any]:
         if not collected:
             collected.update(
-                env_info.collect(list(cfg.targets)),
-                hypothesis_profile=profile,
-                sweep=env_info.sweep_coverage(os.environ.get(options.SWEEP_ENV, "")),
+                env_info.collect(list(cfg.targets)), hypothesis_profile=profile, sweep=env_info.sweep_coverage(swept)
             )
         return collected
 
@@ -225,10 +235,18 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
         return
     if not controller or run_dir is None or not (run_dir / "outcomes").is_dir():
         return
-    from conformance.report.terminal import finish_run_folder
+    from conformance.report.terminal import checked_nothing, finish_run_folder
 
-    state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
+    try:
+        state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
+    except DiskFull as exc:  # one line, where the summary would have been said
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        (reporter.write_line if reporter is not None else print)(f"conformance: {exc}")
+        return
     state.summarised_complete = not interrupted
+    if session.exitstatus == pytest.ExitCode.OK and not session.config.option.collectonly:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED if checked_nothing(summary) else session.exitstatus
 
 
 def _late_stop(config: pytest.Config, state: PluginState) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import unittest
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ from conformance.engine import interrupts
 from conformance.plugin import STATE, run_of
 from conformance.plugin_collection import spec_of as _spec_of
 from conformance.spec.item_ids import item_params_id
+from conformance.store.printable import printable, shortened
+from conformance.suite.stock import command_path
 from conformance.watchdog import watch
 
 
@@ -38,7 +39,7 @@ def _item_info(item: pytest.Item) -> Any:
         return None
     test = getattr(item, "originalname", item.name)  # a pytest.Function's name without its parameters
     named, _, within = item.nodeid.partition("::")
-    outside = item.config.rootpath / named != item.path  # pytest's id of a module outside its rootdir
+    shown = command_path(named, item.path, item.config.invocation_params.dir)
     return ItemInfo(
         item.nodeid,
         test,
@@ -48,7 +49,7 @@ def _item_info(item: pytest.Item) -> Any:
         params["dtype"],
         params["mode"],
         params["check"],
-        command_id=f"{os.path.relpath(item.path)}::{within}" if outside else "",
+        command_id=f"{shown}::{within}" if shown != named else "",
     )
 
 
@@ -216,6 +217,21 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     )
 
 
+def _printable(report: pytest.TestReport, run_dir: Path) -> None:
+    """What the terminal shows of the item, where an op's words reach it (its error, a traceback through it, what it
+    printed, why it was skipped), with control characters escaped and a long skip reason cut (the record keeps it)."""
+    if report.failed and report.longrepr is not None:
+        text = str(report.longrepr)
+        if printable(text) != text:  # else pytest's own repr stays, with its crash line for the short summary
+            report.longrepr = printable(text)
+    elif report.skipped and isinstance(report.longrepr, tuple):
+        path, line, reason = report.longrepr
+        report.longrepr = (path, line, printable(shortened(reason, f"{run_dir} (the item's record)")))
+    if hasattr(report, "wasxfail"):
+        report.wasxfail = printable(report.wasxfail)
+    report.sections = [(title, printable(content)) for title, content in report.sections]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
@@ -229,6 +245,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.wasxfail = item.stash[XFAIL]
     if report.failed and call.excinfo is not None and is_conformance_failure(call.excinfo.value):
         report.longrepr = finding_text(call.excinfo.value)  # the finding, without the harness's frames
+    _printable(report, run_of(item.config).run_dir)
     if report.failed and call.excinfo is not None and not interrupts.is_interrupt(call.excinfo.value):
         info = _item_info(item)
         if info is not None:  # the summary must count every item pytest fails (a recorded one is left alone)
@@ -240,4 +257,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         info = _item_info(item)
         if info is not None:
             run_of(item.config).record_skip(info, reason)
+    full = run_of(item.config).disk_full if report.when == "teardown" else None
+    if full:  # nothing more can be recorded: the run stops, its summary counting what reached the disk
+        item.session.shouldstop = f"conformance: {full}; the run stops here"
     return report

@@ -1,5 +1,6 @@
 """`python -m conformance run`: what it collects is pytest's decision, whatever option values look like."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -224,7 +225,8 @@ def test_an_empty_target_list_is_an_error_like_a_trailing_comma():
     assert result.returncode == 4 and "empty entry in target list" in result.stderr
 
 
-def test_a_case_whose_input_cannot_be_allocated_is_a_resource_outcome_not_a_harness_error():
+def test_a_case_whose_input_cannot_be_allocated_is_a_resource_outcome_not_a_harness_error(tmp_path):
+    """Recorded as `resource`, in a line; and the item, which then checked nothing, does not pass (issue 46)."""
     case = (
         '{"op":"normalize_v1","params":{"mean":[0.1,0.2,0.3],"std":[1,1,1]},"recipe":{"batch":[],"channels":3,'
         '"content":"noise","dtype":"float32","height":1000000,"layout":"contiguous","seed":0,"width":1000000}}'
@@ -240,14 +242,17 @@ def test_a_case_whose_input_cannot_be_allocated_is_a_resource_outcome_not_a_harn
             "no:cacheprovider",
             "--replay",
             case,
+            f"--reports-dir={tmp_path}",
         ],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert result.returncode == 0, result.stdout[-2000:]
-    assert "1 resource" in result.stdout and "Traceback" not in result.stdout
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "its one case ran out of memory on cpu (a resource outcome)" in result.stdout
+    assert "Traceback" not in result.stdout
+    assert json.loads((tmp_path / "latest" / "summary.json").read_text())["totals"]["resource"] == 1
 
 
 def test_run_uses_every_core_unless_told_otherwise(monkeypatch):

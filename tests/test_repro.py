@@ -14,7 +14,6 @@ import torch
 from case_modules import copy_cases
 
 from conformance.cli import USAGE_ERROR, main
-from conformance.report.markdown import escape
 from conformance.report.repro_script import layout_code
 from conformance.report.repro_source import render
 from conformance.report.repro_trace import public_name
@@ -89,7 +88,7 @@ def test_a_planted_library_bug_gives_a_script_that_reproduces_it_without_the_har
     run = pytester.path / "reports" / "latest"
     summary = (run / "summary.md").read_text()
     assert "### Reproduce without the harness" in summary
-    assert escape(f"python -m conformance repro '{FAILING}' --run reports/") in summary  # renders as the command
+    assert f"- `python -m conformance repro '{FAILING}' --run reports/" in summary  # a code span: copied as it is
     assert "python -m conformance repro" in (run / "index.html").read_text()  # the failure card's command
 
     folder = tmp_path / "upstream"

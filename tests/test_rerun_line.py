@@ -1,6 +1,7 @@
 """One rerun-line builder (conformance.store.repro_command.rerun_line) for a failure's message and a crashed item's
 record: both name a target the default selection leaves out (the crash record once omitted `--targets`)."""
 
+import os
 import shlex
 import subprocess
 import sys
@@ -63,3 +64,50 @@ def test_the_rerun_line_of_vcuda_0_collects_its_item(tmp_path):
     command = [sys.executable, *words[1:5], *words[-2:], "--co", "-q", "-p", "no:cacheprovider"]  # without --replay
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and nodeid in done.stdout, (done.stdout + done.stderr)[-2000:]
+
+
+# an own op whose reference is planted off by one: every case fails its reference check
+OWN_FAILING = """
+import numpy as np
+import torch
+from conformance import OpSpec, Rule, Tolerance
+
+test_off = OpSpec(
+    name="off", call=lambda image, params: torch.flip(image, dims=[-1]),
+    reference=lambda image, case: np.flip(image, axis=-1) + 1, dtypes=("float32",),
+    tolerances=[Rule(Tolerance("float", atol=1e-6, reason="a flip is exact"))],
+).test()
+"""
+
+
+def test_the_printed_lines_work_pasted_where_the_run_was_started_with_the_cases_elsewhere(tmp_path):
+    """`--no-stock /elsewhere/mycases` from another folder: pytest ids the module from its rootdir (or from the
+    folder itself), which names nothing from here; the Rerun and Repro script lines once exited 4 pasted there."""
+    here, cases = tmp_path / "work", tmp_path / "elsewhere" / "mycases"
+    here.mkdir()
+    cases.mkdir(parents=True)
+    (cases / "test_off.py").write_text(OWN_FAILING)
+    quick = ["-n", "0", "-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu", "--sweep=none"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "conformance", "run", "--no-stock", str(cases), *quick, "--max-examples=3"]
+    done = subprocess.run(command, cwd=here, env=env, capture_output=True, text=True, timeout=600)
+    lines = {k: v for k, _, v in (line.partition(": ") for line in done.stdout.splitlines()) if v}
+    assert done.returncode == 1 and "Rerun" in lines and "Repro script" in lines, done.stdout[-3000:]
+    for said, wanted in (("Rerun", 1), ("Repro script", 0)):  # the case fails again; the script is written
+        pasted = subprocess.run(
+            ["bash", "-c", lines[said]], cwd=here, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert pasted.returncode == wanted, f"{said}: {lines[said]}\n{pasted.stdout[-2000:]}{pasted.stderr[-2000:]}"
+    assert len(list(here.glob("repro_off-*.py"))) == 1
+
+
+def test_a_crash_record_names_the_item_as_its_failures_rerun_lines_do(tmp_path):
+    nodeid = "test_x.py::test_x[cpu-uint8-default-reference]"
+    command_id = "/elsewhere/mycases/test_x.py::test_x[cpu-uint8-default-reference]"
+    writer = RecordWriter(tmp_path, "gw0", lambda: {"python": "3"})
+    writer.case_started(nodeid, CASE, command_id=command_id)
+    writer.crash(nodeid, "worker 'gw0' crashed", CASE)
+    writer.store.close()
+    rows, _ = read_outcomes(tmp_path)
+    crashed = next(r for r in rows if r.get("crash"))
+    assert crashed["repro"] == rerun_line(command_id, CASE, "cpu")

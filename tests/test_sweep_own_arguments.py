@@ -6,6 +6,8 @@ import textwrap
 import pytest
 
 from conformance.spec import sweep
+from conformance.spec.sweep_import import check_importable
+from conformance.spec.sweep_tables import SweepModuleError
 
 GAIN = '''
 import torch
@@ -53,8 +55,8 @@ def test_an_argument_entry_may_be_a_function_made_once(pytester):
 
 def test_a_name_that_is_no_class_of_the_module_is_a_usage_error(pytester):
     name = module(pytester, "own_args_typo", GAIN + '\nCONFORMANCE_SWEEP_ARGUMENTS = {"Gian": {"gain": 0.5}}\n')
-    with pytest.raises(sweep.SweepModuleError, match=r"own_args_typo.CONFORMANCE_SWEEP_ARGUMENTS names \['Gian'\]"):
-        sweep.check_importable([name])
+    with pytest.raises(SweepModuleError, match=r"own_args_typo.CONFORMANCE_SWEEP_ARGUMENTS names \['Gian'\]"):
+        check_importable([name], probe=False)
 
 
 def test_a_run_sweeps_the_class_with_its_arguments(pytester):

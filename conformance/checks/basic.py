@@ -10,7 +10,7 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.registry import Check, CheckOutcome, always, failed, register, valid_inputs
-from conformance.devices.virtual.tensor import host_tensor, unwrap
+from conformance.devices.virtual.tensor import holds_values, host_tensor, unwrap
 from conformance.spec.recipes import DTYPES, to_float64
 
 
@@ -162,6 +162,14 @@ def check_invariants(ctx: CaseContext) -> CheckOutcome | None:
     if not isinstance(output, torch.Tensor):
         return CheckOutcome(
             "invariants", False, f"returned {type(output).__name__}, expected a torch.Tensor", cause="type"
+        )
+    if ctx.target.holds_values and not holds_values(output):
+        return CheckOutcome(
+            "invariants",
+            False,
+            f"returned a tensor on the {output.device} device, which holds no data: expected its values on "
+            f"{ctx.target.name}",
+            cause="no data",
         )
     problems: list[tuple[str, str]] = []
     expected_dtype = DTYPES[ctx.output_dtype]

@@ -5,11 +5,10 @@ as float64 arrays."""
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from conformance.checks.baseline import baseline_array
 from conformance.checks.context import CaseContext
-from conformance.devices.virtual.tensor import host_tensor
+from conformance.devices.virtual.tensor import holds_values, host_tensor
 from conformance.spec.recipes import to_float64
 
 
@@ -27,6 +26,6 @@ def arrays(ctx: CaseContext) -> dict[str, np.ndarray]:
         kept["baseline"] = recorded
     for name, owner in (("gradient", ctx), ("cpu_gradient", cpu)):
         run = owner.derived.get("gradient") if owner is not None else None  # conformance.checks.gradients
-        if run is not None and run.error is None and isinstance(run.output, torch.Tensor):
+        if run is not None and run.error is None and holds_values(run.output):
             kept[name] = to_float64(host_tensor(run.output))
     return kept

@@ -26,7 +26,7 @@ from conformance.checks.registry import Check, CheckOutcome, compare_check, regi
 from conformance.devices.calls import run_op, sample_params
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import Target
-from conformance.devices.virtual.tensor import host_tensor
+from conformance.devices.virtual.tensor import holds_values, host_tensor
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import INTEGER_PEAKS, Case, Recipe, to_float64
 from conformance.spec.tolerances import Tolerance
@@ -58,7 +58,7 @@ def _declared(ctx: CaseContext, check: str) -> Tolerance | None:
 
 
 def _values(run: OpRun) -> np.ndarray | None:
-    return to_float64(host_tensor(run.output)) if run.error is None and isinstance(run.output, torch.Tensor) else None
+    return to_float64(host_tensor(run.output)) if run.error is None and holds_values(run.output) else None
 
 
 def _differs(ctx: CaseContext, check: str, mine: OpRun, theirs: OpRun, against: str) -> CheckOutcome | None:

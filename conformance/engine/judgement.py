@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from conformance.checks.registry import CheckOutcome, Problem
 from conformance.spec.known_issues import KnownIssue
+from conformance.store.printable import shortened
 
 
 class ConformanceFailure(AssertionError):
@@ -101,7 +102,8 @@ def failure_message(
 ) -> str:
     """Which check failed and why, by how much, under which tolerance, the line that reruns it and, where one can be
     written, the command that writes a script reproducing it without the harness."""
-    lines = [f"{where}: {outcome.check} failed ({outcome.cause or 'failed'})", f"  {outcome.check}: {outcome.message}"]
+    message = shortened(outcome.message, f"{store} (the item's record)")  # an op's error may be any length
+    lines = [f"{where}: {outcome.check} failed ({outcome.cause or 'failed'})", f"  {outcome.check}: {message}"]
     if judged.outside:
         lines.append(f"    {judged.outside}")
     if outcome.tolerance is not None:

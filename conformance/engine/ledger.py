@@ -35,8 +35,8 @@ class ItemInfo:
     dtype: str
     mode: str
     check: str
-    # the item as a command line names it, where pytest's id does not (a case module outside pytest's rootdir, e.g.
-    # your own folder run beside the installed stock suite: pytest ids it from the folder, not from here)
+    # the item as a command line started where the run was names it, where pytest's id does not (a case module
+    # outside pytest's rootdir, or outside the current folder: pytest ids it from the folder or the rootdir)
     command_id: str = ""
 
     @property
@@ -59,6 +59,7 @@ class ItemState:
     tally: Tally = field(default_factory=Tally)
     features_seen: set[str] = field(default_factory=set)  # feature names of its cases (for `where` typos)
     checked: int = 0  # cases the check applied to (it has nothing to look at when, e.g., the op raised)
+    out_of_memory: int = 0  # cases that ran out of memory on the target (resource outcomes: checked by nothing)
     failure_seen: bool = False
     examples: int = 0
     drawn: list[Case] = field(default_factory=list)  # hypothesis' generated cases, in order, once each
@@ -158,6 +159,12 @@ def verdict(state: ItemState, staleness: ki.Staleness) -> ItemEnd:
     problems += [
         m for i in state.applicable if (m := i.too_often(state.reproductions[i.id], state.in_scope[i.id])) is not None
     ]
+    if state.out_of_memory and not state.examples:  # a resource outcome each: the item checked nothing
+        each = "its one case" if state.out_of_memory == 1 else f"each of its {state.out_of_memory} cases"
+        problems.append(
+            f"{each} ran out of memory on {state.info.target} (a resource outcome): the {state.info.check} check "
+            f"checked nothing; free the device's memory or draw smaller cases"
+        )
     if problems:
         return ItemEnd(fail="; ".join(problems), warnings=shown)
     if state.reproduced:

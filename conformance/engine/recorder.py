@@ -82,7 +82,7 @@ class CaseRecorder:
 
     def case_started(self, state: ItemState, case: Case, stamp: int = 0) -> None:
         """Before the op runs: a process that dies, or that its watchdog ends, names the case."""
-        self.records.case_started(state.nodeid, case.json, stamp)
+        self.records.case_started(state.nodeid, case.json, stamp, state.info.command_id)
 
     def resource(self, state: ItemState, case: Case, message: str) -> None:
         self.records.resource(self.base(state), state.nodeid, state.check, state.examples, case.to_dict(), message)

@@ -11,6 +11,7 @@ a failure raised with a rerun line.  The parts, each with one job: the frozen `R
 
 from __future__ import annotations
 
+import contextlib
 import unittest
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from conformance.spec.item_ids import variant_key
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import Case
 from conformance.store import compile_stats
+from conformance.store.disk import DiskFull
 from conformance.store.outputs import OutputRecorder
 from conformance.store.records import RecordWriter
 from conformance.store.repro_command import repro_line, rerun_line
@@ -92,10 +94,15 @@ class ConformanceRun:
         """What this process runs on (collected on first use: versions, devices)."""
         return self._environment()
 
+    @property
+    def disk_full(self) -> str | None:  # the write a full disk refused: nothing is recorded after it, the run stops
+        return self.recorder.records.store.full
+
     def close(self) -> None:
         self.recorder.close()
         isa_feed.close_all()
-        compile_stats.write(self.run_dir, self.worker, COMPILE_STATS)
+        with contextlib.suppress(DiskFull):  # the store said it, with the first file the disk refused
+            compile_stats.write(self.run_dir, self.worker, COMPILE_STATS)
         if self.worker == "main":  # the process that claimed the folder, after every worker's end
             release_run_dir(self.run_dir)
 
@@ -241,6 +248,7 @@ class ConformanceRun:
         if ctx.run.not_run is not None:
             raise CaseNotRunnable(state.target.not_run_message(ctx.run.not_run))
         if ctx.run.resource is not None:  # out of memory: recorded, and the next case runs
+            state.out_of_memory += 1
             self.recorder.resource(state, case, ctx.run.resource)
             return
         outcome = self.cache.outcome(ctx, state.check)
@@ -269,7 +277,7 @@ class ConformanceRun:
                     case.to_json(),
                     str(self.run_dir),
                     repro or "",
-                    repro_line(state.nodeid, state.check, self.run_dir),
+                    repro_line(state.info.rerun_id, state.check, self.run_dir),
                 )
             )
         state.settled.add(case.key)

@@ -26,7 +26,7 @@ from conformance.report.history import previous_run, slowdowns
 from conformance.store import examples
 from conformance.store.aggregate import report_summary
 from conformance.store.reader import RunRecords
-from conformance.store.repro_command import repro_line
+from conformance.store.repro_command import repro_line, rerun_id
 from conformance.store.tally import VERDICT_ORDER
 from conformance.store.timings import TimingsError, read
 from conformance.store.writer import json_safe, write_atomically
@@ -114,7 +114,9 @@ def case_details(chosen: list[dict[str, Any]], cell_of: dict[tuple, str], run_di
             "tolerance": f"tolerance {tolerance.get('name')} ({bounds}" if tolerance else "",
             "case": record.get("case"),  # the page prints it
             "repro": record.get("repro") or "",
-            "script": repro_line(record["nodeid"], record["check"], run_dir) if record.get("artifact") else "",
+            "script": repro_line(rerun_id(record.get("repro") or "") or record["nodeid"], record["check"], run_dir)
+            if record.get("artifact")
+            else "",
             "traceback": (record.get("traceback") or "")[-4000:],
         }
         wanted = record["verdict"] != "known_issue" or issue not in issues_shown

@@ -4,6 +4,7 @@ takes Markdown through $GITHUB_STEP_SUMMARY)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,15 @@ _MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~"})  # line-start ma
 def escape(text: Any) -> str:
     """A run's string as literal Markdown text (no links, HTML or tables made from it), on one line."""
     return " ".join(str(text).split()).translate(_MARKDOWN)
+
+
+def code(text: Any) -> str:
+    """A run's string as a Markdown code span, on one line: shown and copied as it is (a command escaped as text,
+    `test\\_x`, failed where it was pasted from the raw file)."""
+    line = " ".join(str(text).split())
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", line)), default=0))
+    padded = f" {line} " if line.startswith("`") or line.endswith("`") else line
+    return f"{fence}{padded}{fence}"
 
 
 def summary_markdown(title: str, data: dict[str, Any], summary: dict[str, Any]) -> str:
@@ -53,7 +63,7 @@ def _repro_scripts(details: list[dict[str, Any]]) -> list[str]:
     if not commands:
         return []
     lines = ["### Reproduce without the harness", "", "Each writes a script needing torch and the library alone:", ""]
-    lines += [f"- {escape(command)}" for command in commands[:MAX_NEW]]  # escaped, it renders as the command
+    lines += [f"- {code(command)}" for command in commands[:MAX_NEW]]  # copied from the page or the file alike
     if len(commands) > MAX_NEW:
         lines.append(f"- … and {len(commands) - MAX_NEW} more in the report")
     return [*lines, ""]

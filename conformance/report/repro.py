@@ -27,7 +27,7 @@ from conformance.spec.recipes import Case, RecipeError
 from conformance.store import examples
 from conformance.store.examples import StoreError
 from conformance.store.reader import known_issue_entries
-from conformance.store.repro_command import SCRIPTED_CHECKS
+from conformance.store.repro_command import SCRIPTED_CHECKS, rerun_id
 from conformance.suite.stock import stock_cases
 
 SUPPORTED = SCRIPTED_CHECKS
@@ -93,15 +93,13 @@ def from_run(item: str, run_dir: Path) -> Failure:
         )
     if not (run_dir / "outcomes").is_dir():
         raise ReproError(f"{run_dir} is not a run folder (no outcomes/); name one with --run")
-    import pyarrow.compute as pc
-
     try:
-        table, _ = examples.read_table(run_dir, where=pc.field("nodeid") == item)
-        rows = [examples.record(values) for values in table.to_pylist()]
+        rows = _rows(item, run_dir)
     except StoreError as exc:
         raise ReproError(str(exc)) from None
     if not rows:
         raise ReproError(_unknown(item, run_dir))
+    given, item = item, str(rows[0]["nodeid"])  # the id as a rerun line gave it, and pytest's
     failed = [r for r in rows if r.get("verdict") in FAILED and r.get("phase") != "shrink"]
     if not failed:
         counts = ", ".join(f"{sum(r['verdict'] == v for r in rows)} {v}" for v in sorted({r["verdict"] for r in rows}))
@@ -127,7 +125,7 @@ def from_run(item: str, run_dir: Path) -> Failure:
     except (OSError, ValueError) as exc:
         raise ReproError(f"the arrays of {item} cannot be read: {artifact} ({exc})") from None
     case = _case(json.dumps(record.get("case")))
-    module = _module_file(item, run_dir)
+    module = _module_file(given, run_dir) or _module_file(item, run_dir)
     spec = _load([module], str(record["op"])) if module is not None else None
     if spec is None or module is None:
         raise ReproError(f"no case module defines {record['op']} where {item} names it (looked beside {Path.cwd()})")
@@ -148,6 +146,23 @@ def from_run(item: str, run_dir: Path) -> Failure:
         versions=_versions(run_dir, record.get("machine")),
         known_issue=" ".join(str((record.get("known_issue") or {}).get(k) or "") for k in ("id", "link")).strip(),
     )
+
+
+def _rows(item: str, run_dir: Path) -> list[dict[str, Any]]:
+    """The item's rows: by pytest's id, or by the id its rerun lines name it by (a case module outside the folder
+    the run was started in, which those lines name from there)."""
+    import pyarrow.compute as pc
+
+    def read(where: Any) -> list[dict[str, Any]]:
+        table, _ = examples.read_table(run_dir, where=where)
+        return [examples.record(values) for values in table.to_pylist()]
+
+    rows = read(pc.field("nodeid") == item)
+    if rows or "::" not in item:
+        return rows
+    alike = read(pc.ends_with(pc.field("nodeid"), "::" + item.partition("::")[2]))
+    named = {str(r["nodeid"]) for r in alike if rerun_id(str(r.get("repro") or "")) == item}
+    return [r for r in alike if r["nodeid"] in named] if len(named) == 1 else []
 
 
 def _shown(run_dir: Path) -> str:

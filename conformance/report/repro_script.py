@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import ast
 import inspect
-import math
 import os
+import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from jinja2 import Environment, PackageLoader
 
 from conformance.devices.calls import sample_params
 from conformance.devices.target_names import script_device
 from conformance.report.repro import Failure, from_case, from_run
+from conformance.report.repro_names import template
 from conformance.report.repro_source import render
 from conformance.report.repro_trace import public_name
 from conformance.spec.recipes import apply_layout, materialize, peak
+from conformance.store.printable import printable
 from conformance.store.writer import compact, safe_name, save_arrays, write_atomically
 
 WIDTH = 116
@@ -33,17 +33,6 @@ EXPECTED = {
 
 def default_path(failure: Failure) -> Path:
     return Path(f"repro_{safe_name(failure.stem)}.py")
-
-
-def literal(value: Any) -> str:
-    """A Python literal of a JSON-like value (non-finite floats spelt so that they evaluate)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f'float("{value}")'
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(literal(v) for v in value) + "]"
-    return repr(value)
 
 
 def layout_code(layout: str) -> list[str]:
@@ -95,14 +84,15 @@ def _doc(failure: Failure, script: Path, how: str, notes: list[str], libraries: 
         f"{', '.join(libraries) or 'no other library'}; not conformance.",
         f"    python {script.name} [DEVICE]",
         "Exit status: 1 when the failure reproduces (beyond the tolerance, an invariant broken, an unexpected error "
-        "or none where one is expected), 0 when it does not, 3 when it cannot run here (no such DEVICE).",
+        "or none where one is expected), 0 when it does not, 3 when it cannot run here (no such DEVICE, a library "
+        "missing), 4 when the script itself fails (its own error, or the op not callable as written: no finding).",
         f"Input: a {recipe.dtype} image of shape {list(recipe.shape)} (..., channels, height, width), layout "
         f"{recipe.layout}, content {recipe.content!r} of seed {recipe.seed}, stored exactly as the harness made it "
         f"({script.with_suffix('.npz').name}, 'input').",
         f"The call (`call` below): {how}.",
         f"Held to: {EXPECTED.get(failure.against, failure.against)} ('expected' in the npz).",
         f"Tolerance {tolerance.get('name', '?')!r} ({bounds}): {tolerance.get('reason', '')}",
-        f"What the harness said: {failure.message}",
+        f"What the harness said: {printable(failure.message)}",  # a NUL in the source would stop the script
         *([f"The suite's known issue {failure.known_issue} explains it."] if failure.known_issue else []),
         *notes,
         f"The case: {case.json}",
@@ -140,14 +130,11 @@ def write_repro(failure: Failure, script: Path) -> Path:
     if expected is not None:
         data["expected"] = compact(expected)
     data.update(rendered.arrays)
-    libraries = sorted({line.split()[1].partition(".")[0] for line in imports} - {"torch", "numpy"})
+    roots = {line.split()[1].partition(".")[0] for line in imports}
+    libraries = sorted(roots - {"torch", "numpy"} - sys.stdlib_module_names)
     recorded = ", ".join(f"{k} {v}" for k, v in failure.versions.items() if k in ("torch", *libraries))
-    environment = Environment(
-        loader=PackageLoader("conformance.report", "templates"), trim_blocks=True, lstrip_blocks=True, autoescape=False
-    )
-    environment.filters["literal"] = literal
     output_dtype = spec.output_dtype_of(case)
-    text = environment.get_template("repro.py.j2").render(
+    text = template().render(
         doc=_doc(failure, script, rendered.how, notes, libraries),
         isa=isa,
         imports=imports,
@@ -169,6 +156,7 @@ def write_repro(failure: Failure, script: Path) -> Path:
         layout_code=layout_code(case.recipe.layout),
         definitions=rendered.definitions,
         body=rendered.body,
+        own=rendered.own,
         recorded=recorded or "(no run: checked here)",
         libraries=["torch", "numpy", *libraries],
     )

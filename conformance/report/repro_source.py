@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from conformance.report.repro_names import Renamer, clashes, fresh
 from conformance.report.repro_trace import MISSING, LibraryCall, function_of, public_name, qualname, trace
 from conformance.report.repro_values import Rendered, Unrenderable, Writer
 from conformance.spec.opspec import OpSpec
@@ -73,6 +74,9 @@ def traced(calls: list[LibraryCall], x: torch.Tensor, output: Any, moved: set[in
         raise Unrenderable("the harness's call changes what the library returned before using it")
     lines.append(f"return {returned}")
     rendered = writer.rendered
+    for root in {line.split()[1].partition(".")[0] for line in rendered.imports}:
+        if clashes(root, root):
+            raise Unrenderable(f"the library's name {root!r} is one the script's own code uses")
     called = [line.split(" = ", 1)[1].split("(", 1)[0] for line in lines if " = " in line]
     called = sorted({name for name in called if "." in name and not name.split(".")[0][1:].isdigit()})
     rendered.how = f"{', '.join(called)}: what the harness's call ran in the library, recorded with its arguments"
@@ -96,29 +100,42 @@ def _attribute_of(cls: type, function: Any) -> tuple[str | None, str]:
 
 
 def inlined(function: Any, params: dict[str, Any], case_folder: str) -> Rendered:
-    """The case module's own lambda or function, with the imports it reads (a call that reads nothing else)."""
+    """The case module's own lambda or function, with the imports it reads (a call that reads nothing else); a name
+    it binds that the script's own machinery binds otherwise is renamed (its `call`, `main`, `DATA`, ...)."""
     if not isinstance(function, types.FunctionType) or function.__closure__ or function.__defaults__:
         raise Unrenderable("the call is not a plain function of its case module")
     source_file = os.path.abspath(inspect.getsourcefile(function) or "")
     if not source_file.startswith(case_folder):
         raise Unrenderable("the call is not defined in its case module")
+    read = _globals_read(function.__code__)
+    named = "op" if function.__name__ == "<lambda>" else function.__name__
+    renames = {named: fresh(named, read)} if clashes(named, "") else {}
     imports = []
-    for name in sorted(_globals_read(function.__code__)):
+    for name in sorted(read):
         value = function.__globals__.get(name, MISSING)
         if isinstance(value, types.ModuleType) and value.__name__.partition(".")[0] != "conformance":
-            imports.append(f"import {value.__name__}" + ("" if name == value.__name__ else f" as {name}"))
+            line = f"import {value.__name__}" + ("" if name == value.__name__ else f" as {name}")
+            if clashes(name, value.__name__):  # the script binds the name to something else
+                renames[name] = fresh(name, read)
+                line = f"import {value.__name__} as {renames[name]}"
+            imports.append(line)
         elif value is MISSING and hasattr(builtins, name):
             continue
-        else:
+        elif name != function.__name__:
             raise Unrenderable(f"the call reads {name!r} of its case module, which is not a module")
     writer = Writer(set())
     rendered = writer.rendered
     rendered.imports = imports
-    rendered.definitions = [_definition(function, source_file)]
-    rendered.body = [
-        f"return {'op' if function.__name__ == '<lambda>' else function.__name__}(x, {writer.value(params)})"
-    ]
+    rendered.definitions = [_definition(function, source_file, renames)]
+    rendered.own = [renames.get(named, named)]
+    rendered.body = [f"return {rendered.own[0]}(x, {writer.value(params)})"]
     rendered.how = "the case module's own call, with the parameters the harness gave it"
+    if renames:
+        rendered.how += (
+            " (renamed where the script's own code uses the name: "
+            + ", ".join(f"{old} as {new}" for old, new in renames.items())
+            + ")"
+        )
     return rendered
 
 
@@ -130,7 +147,7 @@ def _globals_read(code: types.CodeType) -> set[str]:
     return found
 
 
-def _definition(function: types.FunctionType, source_file: str) -> str:
+def _definition(function: types.FunctionType, source_file: str, renames: dict[str, str]) -> str:
     """The lambda (as `op = lambda ...`) or undecorated def of the case module's source that made `function`."""
     with open(source_file, encoding="utf-8") as stream:
         tree = ast.parse(stream.read())
@@ -158,7 +175,8 @@ def _definition(function: types.FunctionType, source_file: str) -> str:
             node.annotation = None
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.returns = None
-    return f"op = {ast.unparse(found[0])}" if name == "<lambda>" else ast.unparse(found[0])
+    written = ast.unparse(Renamer(renames).visit(found[0]))
+    return f"{renames.get('op', 'op')} = {written}" if name == "<lambda>" else written
 
 
 def _holds(node: ast.AST, code: types.CodeType) -> bool:
@@ -179,8 +197,13 @@ def imported(function: Any, params: dict[str, Any], case_folder: str) -> Rendere
     ):
         raise Unrenderable(f"the call's module {found[0]} is a case module or imports the harness")
     writer = Writer(set())
+    root, expression = found[0].partition(".")[0], found[1]
     writer.rendered.imports = [f"import {found[0]}"]
-    writer.rendered.body = [f"return {found[1]}(x, {writer.value(params)})"]
+    if clashes(root, root):  # a module named as the script's own code names something (call.py, main.py)
+        alias = fresh(found[0].replace(".", "_"), set())
+        writer.rendered.imports = [f"import {found[0]} as {alias}"]
+        expression = alias + expression[len(found[0]) :]
+    writer.rendered.body = [f"return {expression}(x, {writer.value(params)})"]
     writer.rendered.how = "the harness's call, imported by its qualified name"
     return writer.rendered
 

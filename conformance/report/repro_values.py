@@ -32,6 +32,7 @@ class Rendered:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     how: str = ""
     notes: list[str] = field(default_factory=list)
+    own: list[str] = field(default_factory=list)  # the names of the op's own functions among the definitions
 
     @property
     def written(self) -> bool:

@@ -16,8 +16,12 @@ from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
 from conformance.store import compile_stats
 from conformance.store.aggregate import write_summary
+from conformance.store.disk import full_disk
+from conformance.store.printable import printable
 from conformance.store.reader import ENDED
 from conformance.store.writer import write_atomically
+
+LATEST = "latest"  # beside the runs: a link to the newest
 
 
 def sweep_lines(coverage: dict[str, Any]) -> list[str]:
@@ -65,6 +69,19 @@ def header(
     )
 
 
+CHECKED = ("pass", "fail", "error", "known_issue", "warning")  # verdicts of a case some check looked at
+
+
+def checked_nothing(summary: dict[str, Any]) -> str | None:
+    """Why a complete run that checked no case at all must not pass (every item skipped or out of memory), or None:
+    a gate that checked nothing is not green."""
+    totals = summary.get("totals") or {}
+    if not summary.get("complete") or any(totals.get(verdict) for verdict in CHECKED):
+        return None
+    counts = ", ".join(f"{n} {v}" for v, n in totals.items()) or "no outcome"
+    return f"conformance: nothing was checked ({counts}): a run that checked nothing fails (exit 1)"
+
+
 def write_section(
     terminalreporter: Any,
     config: pytest.Config,
@@ -77,7 +94,10 @@ def write_section(
     if not summary_path.is_file():
         return
     summary = json.loads(summary_path.read_text())
-    write = terminalreporter.write_line
+
+    def write(line: str, **markup: bool) -> None:  # a summary's lines hold words of the ops' (their warnings)
+        terminalreporter.write_line(printable(line), **markup)
+
     terminalreporter.section("conformance summary")
     selected = bool(  # a part of the suite: a known issue for an item outside it is not unused
         config.option.keyword
@@ -96,6 +116,9 @@ def write_section(
     if compiled:
         write(compiled)
     write(f"results: {summary_path}")
+    nothing = checked_nothing(summary)
+    if nothing:
+        write(nothing, red=True, bold=True)
     if report_path:
         write(f"report: {report_path}")
     if report_error:
@@ -103,11 +126,30 @@ def write_section(
             f"warning: the HTML report could not be built ({report_error}); retry with: "
             f"python -m conformance report {run_dir}"
         )
+    stale = stale_latest(run_dir)
+    if stale:
+        write(f"warning: {stale}", yellow=True)
+
+
+def stale_latest(run_dir: Path) -> str | None:
+    """Why `latest` beside the run does not name it: a folder or file of someone's there (never replaced: it may
+    hold their data), or a link that could not be made; None where it links to the run."""
+    latest = run_dir.parent / LATEST
+    if latest.is_symlink():
+        return None
+    if latest.exists():
+        kind = "a folder" if latest.is_dir() else "a file"
+        return (
+            f"{latest} is {kind}, not the link to the newest run: it is left as it is, so it still names whatever "
+            f"it held; move it away and the next run links it (this run: {run_dir})"
+        )
+    return f"{latest} could not be made a link to this run ({run_dir})"
 
 
 def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, str | None]:
     """At the end of the session (controller or single process): summary.json, the HTML report and
-    the `latest` link.  Returns (report path, why the report failed)."""
+    the `latest` link.  Returns (report path, why the report failed); DiskFull where summary.json could not be
+    written."""
     write_summary(run_dir, complete=not interrupted)
     write_atomically(run_dir / ENDED, json.dumps({"complete": not interrupted}) + "\n")
     report_path, report_error = None, None
@@ -115,8 +157,8 @@ def finish_run_folder(run_dir: Path, interrupted: bool) -> tuple[Path | None, st
         report_path = build_report(run_dir)
         append_to_step_summary((run_dir / "summary.md").read_text(encoding="utf-8"))  # where CI shows it
     except Exception as exc:  # noqa: BLE001 - the report must never turn a run's verdict into a crash
-        report_error = f"{type(exc).__name__}: {exc}"
-    latest = run_dir.parent / "latest"
+        report_error = full_disk(exc) or f"{type(exc).__name__}: {exc}"
+    latest = run_dir.parent / LATEST
     try:
         if latest.is_symlink() or not latest.exists():
             latest.unlink(missing_ok=True)

@@ -17,9 +17,7 @@ image-sized noise on the device (`sweep_tables.DEVICE_RANDOM`).
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +33,7 @@ from conformance.spec.recipes import CONTENTS
 from conformance.spec.sampled import kornia_parameters
 from conformance.spec.strategies import image_recipes
 from conformance.spec.sweep_functions import FUNCTIONS, Function
+from conformance.spec.sweep_import import DEFAULT_MODULES, import_module
 from conformance.spec.sweep_references import REFERENCES
 from conformance.spec.sweep_tables import (
     BATCH_OF_ONE,
@@ -44,20 +43,10 @@ from conformance.spec.sweep_tables import (
     NAMED_BY_MODULE,
     SKIPS,
     UNBATCHED,
-    SweepModuleError,
     arguments,
-    own_arguments,
 )
 from conformance.spec.tolerances import Rule, Tolerance
 
-DEFAULT_MODULES = (
-    "kornia.augmentation",
-    "torchvision.transforms.v2",
-    "kornia.color",
-    "kornia.enhance",
-    "kornia.filters",
-    "kornia.geometry.transform",
-)
 # Sides of 32 or 64: placement bugs do not hide in odd sizes, and documented defaults need room (kornia's
 # RandomRain drops up to 20 pixels tall, torchvision's ElasticTransform blurs with a 41-pixel kernel).
 SIDE = 32
@@ -119,43 +108,10 @@ class Discovered:
         return "sweep_" + "".join(c if c.isalnum() else "_" for c in f"{scope}_{self.name}")
 
 
-def _never_ask() -> None:
-    """kornia 0.8 asks on stdin whether to install a missing optional dependency: in a worker process that
-    waits forever.  Make it raise instead (the class is then skipped, saying which dependency is missing)."""
-    os.environ.setdefault("KORNIA_INSTALLATION_MODE", "raise")  # read when kornia is imported (0.9)
-    config = getattr(sys.modules.get("kornia.config"), "kornia_config", None)
-    lazy = getattr(config, "lazyloader", None)
-    if lazy is not None and hasattr(lazy, "installation_mode"):
-        lazy.installation_mode = "RAISE"
-
-
-def _import(module_name: str) -> Any:
-    """The module, imported as kornia must be in a worker (never asking on stdin), or SweepModuleError."""
-    _never_ask()
-    try:
-        module = importlib.import_module(module_name)
-    except (Exception, SystemExit) as exc:  # any failure to import (a sys.exit() at import too) is a usage error
-        first_line = str(exc).splitlines()[0] if str(exc) else ""
-        raise SweepModuleError(
-            f"--sweep: cannot import {module_name!r} ({type(exc).__name__}: {first_line}); "
-            f"'default' sweeps {' and '.join(DEFAULT_MODULES)}, 'none' sweeps nothing"
-        ) from exc
-    _never_ask()  # the module may have imported kornia just now
-    return module
-
-
-def check_importable(module_names: list[str]) -> None:
-    """Raise SweepModuleError for the first module that does not import (or names a class it lacks in its own
-    arguments), before collection needs it."""
-    for name in module_names:
-        _import(name)
-        own_arguments(name)
-
-
 @cache
 def discover(module_name: str) -> list[Discovered]:
     """Every public nn.Module class of the module, each swept or skipped with a reason."""
-    module = _import(module_name)
+    module = import_module(module_name)
     found = []
     for name, value in sorted(vars(module).items()):
         if name.startswith("_") or not inspect.isclass(value) or not issubclass(value, torch.nn.Module):

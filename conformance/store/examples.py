@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from conformance.store.disk import whole_or_none
 from conformance.store.example_columns import ITEM_COLUMNS, ROW_COLUMNS
 
 FOLDER = "examples"
@@ -135,15 +136,15 @@ def write_parquet(table: Any, path: Path) -> None:
     with a dictionary large enough for a run's case JSON."""
     import pyarrow.parquet as pq
 
-    temporary = path.with_name(f".{path.name}.tmp")
-    pq.write_table(
-        table,
-        temporary,
-        compression="zstd",
-        dictionary_pagesize_limit=64 * 2**20,
-        use_dictionary=[c for c in STRING_COLUMNS if c != "detail"],
-    )
-    temporary.replace(path)
+    with whole_or_none(path.with_name(f".{path.name}.tmp"), path) as temporary:
+        pq.write_table(
+            table,
+            temporary,
+            compression="zstd",
+            dictionary_pagesize_limit=64 * 2**20,
+            use_dictionary=[c for c in STRING_COLUMNS if c != "detail"],
+        )
+        temporary.replace(path)
 
 
 def read_stream(path: Path) -> tuple[Any, int]:

@@ -38,6 +38,18 @@ def running(run_dir: Path, worker: str) -> tuple[str, str | None, int] | None:
     return read_running(run_dir / "outcomes" / f"{worker}{RUNNING}")
 
 
+def command_id(run_dir: Path, nodeid: str) -> str | None:
+    """The item as its rerun line names it, where that is not pytest's id (the `.running` file that names it)."""
+    for path in sorted((run_dir / "outcomes").glob(f"*{RUNNING}")):
+        try:
+            found = json.loads(path.read_text(encoding="utf-8", errors="replace").partition("\n")[0])
+        except (OSError, ValueError):
+            continue
+        if isinstance(found, dict) and found.get("nodeid") == nodeid and isinstance(found.get("command"), str):
+            return found["command"]
+    return None
+
+
 def current_item(run_dir: Path, worker: str, tail: int = 1 << 20) -> str | None:
     """The test id of the item `worker` began last: its journal's last `item` record (written out when an item
     begins, unlike the case, which is named only where the op runs for it)."""

@@ -26,7 +26,7 @@ from conformance.devices.target_names import is_virtual_name
 from conformance.spec.item_ids import parse_item_id
 from conformance.store.example_columns import ExampleRow
 from conformance.store.examples import peer_rows
-from conformance.store.overruns import RUNNING, read_running
+from conformance.store.overruns import RUNNING, command_id, read_running
 from conformance.store.repro_command import rerun_line
 from conformance.store.tally import Phase, Tally
 from conformance.store.writer import Store, json_safe
@@ -196,10 +196,10 @@ class RecordWriter:
         self.store.append(record)
         self.store.item_ended()
 
-    def case_started(self, nodeid: str, case_json: str, stamp: int = 0) -> None:
+    def case_started(self, nodeid: str, case_json: str, stamp: int = 0, command_id: str = "") -> None:
         """Before the op runs: if the process dies, the controller names this case in the crash record (and the
-        watchdog, if the op overruns: `stamp`, see `Store.running`)."""
-        self.store.running(nodeid, case_json, stamp)
+        watchdog, if the op overruns: `stamp`, see `Store.running`), and the item as its rerun line names it."""
+        self.store.running(nodeid, case_json, stamp, command_id)
 
     def operation(self, description: dict[str, Any]) -> None:
         """An operation and its implementations (libraries, documented defaults), once per worker."""
@@ -290,7 +290,7 @@ class RecordWriter:
             record["cause"] = "timeout"
         if case_json is not None:
             record["case_json"] = case_json
-            record["repro"] = rerun_line(nodeid, case_json, target)
+            record["repro"] = rerun_line(command_id(self.run_dir, nodeid) or nodeid, case_json, target)
             record["message"] += f"\nthe case it was checking: {case_json}\nRerun: {record['repro']}"
         self.store.append(record, flush=True)
 

@@ -16,6 +16,15 @@ def rerun_line(nodeid: str, case_json: str, target: str) -> str:
     return line + (f" --targets {shlex.quote(target)}" if named_in_rerun(target) else "")
 
 
+def rerun_id(line: str) -> str | None:
+    """The item id a rerun line names (None for anything else)."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return None
+    return words[4] if words[:4] == ["python", "-m", "conformance", "run"] and len(words) > 4 else None
+
+
 def repro_command(nodeid: str, run_dir: Path | str) -> str:
     """The command for an item of a run; the run named as it is found from here (a link such as reports/latest would
     move on at the next run)."""

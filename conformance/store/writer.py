@@ -4,7 +4,8 @@ examples table (one row per check outcome, conformance.store.examples) and the a
 Writes are buffered per item: the journal is flushed when an item starts and ends, the examples of an
 item are appended as one batch when it ends, and the case an xdist worker is about to run is written in
 place before the op runs (so a process that dies names it).  Readers skip (and count) a torn last line or
-batch.
+batch.  A write the full disk refuses stops this process's records there (`Store.full` says which file; the
+plugin then stops the run), so what reached the disk is what the summary counts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from conformance.store.disk import full_disk, whole_or_none
 from conformance.store.example_writer import ExamplesWriter
 
 
@@ -49,9 +51,9 @@ def safe_name(text: str, limit: int = 120) -> str:
 def write_atomically(path: Path, text: str) -> None:
     """A temporary file renamed over `path`: a reader never sees half a file, and a symlink at `path`
     is replaced, never written through."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    with whole_or_none(path.with_name(f".{path.name}.{os.getpid()}.tmp"), path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
 
 
 def compact(array: np.ndarray) -> np.ndarray:
@@ -74,12 +76,17 @@ class Store:
     def __init__(self, run_dir: Path, worker: str, environment: dict[str, Any]) -> None:
         self.run_dir = run_dir
         self.worker = worker
+        self.full: str | None = None  # the write a full disk refused: nothing more is written
         (run_dir / "outcomes").mkdir(parents=True, exist_ok=True)
         (run_dir / "environment").mkdir(exist_ok=True)
         if environment:  # the controller's crash records come with none: the workers' describe the run
-            (run_dir / "environment" / f"{worker}.json").write_text(json.dumps(json_safe(environment), indent=2))
-        journal = run_dir / "outcomes" / f"{worker}.jsonl"
-        self._file: TextIO = open(journal, "a", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115 - closed in close()
+            described = run_dir / "environment" / f"{worker}.json"
+            try:
+                write_atomically(described, json.dumps(json_safe(environment), indent=2))
+            except OSError as exc:
+                self._refused(exc, described)
+        self.journal = run_dir / "outcomes" / f"{worker}.jsonl"
+        self._file: TextIO = open(self.journal, "a", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self.examples = ExamplesWriter(run_dir, worker)
         self._artifact_count = 0
         self._running: int | None = None  # outcomes/<worker>.running: the case this process is running
@@ -94,32 +101,54 @@ class Store:
         if encoded:
             fields = ",".join(f"{json.dumps(key)}:{value}" for key, value in encoded.items())
             text = f"{text[:-1]}{',' if len(text) > 2 else ''}{fields}}}"
-        self._file.write(text + "\n")
-        if flush:
-            self._file.flush()
+        if self.full:
+            return
+        try:
+            self._file.write(text + "\n")
+            if flush:
+                self._file.flush()
+        except OSError as exc:
+            self._refused(exc, self.journal)
 
-    def running(self, nodeid: str, case_json: str, stamp: int = 0) -> None:
+    def _refused(self, exc: OSError, path: Path) -> None:
+        """A write that failed: a full disk's stops this process's records (the first is said), any other is raised."""
+        said = full_disk(exc, path)
+        if said is None:
+            raise exc
+        self.full = self.full or said
+
+    def running(self, nodeid: str, case_json: str, stamp: int = 0, command_id: str = "") -> None:
         """Name the case this process is about to run, in place of the last one (a file of two lines, rewritten
         before every op call): if the process dies, the controller reads it (`last_case_started`), and its
         watchdog if it overruns (`stamp`: the check's number in `devices.deadline`, which says whether this is
         still the running case).  One write a case: a shorter text is padded with spaces over the longer one
         before it (the reader strips them), where truncating the file cost a second system call on each of the
-        run's 670,000 checks."""
+        run's 670,000 checks.  `command_id`: the item as a rerun line names it, where pytest's id does not."""
+        if self.full:
+            return
         if self._running is None:
             self._running = os.open(
                 self.run_dir / "outcomes" / f"{self.worker}.running", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
             )
-        data = f"{json.dumps({'nodeid': nodeid, 'stamp': stamp})}\n{case_json}\n".encode()
+        head = {"nodeid": nodeid, "stamp": stamp, **({"command": command_id} if command_id else {})}
+        data = f"{json.dumps(head)}\n{case_json}\n".encode()
         size = len(data)
         if size < self._running_size:
             data += b" " * (self._running_size - size)
-        os.pwrite(self._running, data, 0)
+        try:
+            os.pwrite(self._running, data, 0)
+        except OSError as exc:
+            self._refused(exc, self.run_dir / "outcomes" / f"{self.worker}.running")
         self._running_size = max(size, self._running_size)
 
     def item_ended(self) -> None:
         """An item's end: its examples, then the journal, go to disk."""
-        self.examples.flush()
-        self._file.flush()
+        for write, path in ((self.examples.flush, self.examples.stream_path), (self._file.flush, self.journal)):
+            try:
+                if not self.full:
+                    write()
+            except OSError as exc:
+                self._refused(exc, path)
 
     def save_arrays(self, stem: str, arrays: dict[str, np.ndarray]) -> str:
         """Keep a failing example's arrays (each in its smallest exact dtype); returns the path relative
@@ -128,13 +157,27 @@ class Store:
         folder = self.run_dir / "artifacts"
         folder.mkdir(exist_ok=True)
         name = f"{self.worker}-{self._artifact_count:05d}-{safe_name(stem)}.npz"
-        save_arrays(folder / name, {k: compact(v) for k, v in arrays.items()})
+        if self.full:
+            return ""
+        try:
+            with whole_or_none(folder / name) as path:
+                save_arrays(path, {k: compact(v) for k, v in arrays.items()})
+        except OSError as exc:
+            self._refused(exc, folder / name)
+            return ""
         return f"artifacts/{name}"
 
     def close(self) -> None:
-        self._file.flush()
-        self.examples.close()
-        self._file.close()
+        self.item_ended()
+        try:
+            if not self.full:
+                self.examples.close()
+        except OSError as exc:
+            self._refused(exc, self.examples.folder / f"{self.worker}.parquet")
+        try:
+            self._file.close()
+        except OSError as exc:  # what the full disk left in its buffer, said already
+            self._refused(exc, self.journal)
         if self._running is not None:
             os.close(self._running)
             self._running = None

@@ -90,3 +90,24 @@ def _resolved(arg: str, root: Path) -> str:
     if Path(path).exists() or not (root / path).exists():
         return arg
     return f"{(root / path).resolve()}{sep}{rest}"
+
+
+def command_path(named: str, module: Path, here: Path) -> str:
+    """How a command started in `here` names a case module that pytest ids as `named`: as pytest does where `run`
+    finds that module from here (a path below here, or the stock suite's `cases/...` from anywhere), else relative
+    to here for a module below it, else its absolute path (a folder of one's own beside or above this one, which
+    pytest ids from its rootdir or from the folder itself)."""
+    found, module, stock = here / named, module.resolve(), stock_cases()
+    if not found.exists() and stock is not None:
+        found = stock.parent / named  # what `run` makes of a path that names nothing here (suite_arguments)
+    if found.exists() and found.resolve() == module:
+        return named
+    return os.path.relpath(module, here) if _inside(module, here) else str(module)
+
+
+def sweeps(args: list[str], here: Path) -> bool:
+    """Whether pytest's collection arguments (relative to `here`) take in the stock suite's device sweep module:
+    under `--no-stock`, or with only some families named, the sweep does not run, and says nothing."""
+    stock = stock_cases()
+    module = stock / "test_sweep.py" if stock is not None else None
+    return module is not None and any(_inside(module, here / arg.split("::")[0]) for arg in args)

@@ -187,6 +187,12 @@ def _index_for(target: VirtualTensor, index: Any) -> Any:
     return tuple(unwrap(p) for p in parts) if isinstance(index, tuple) else unwrap(index)
 
 
+def holds_values(value: Any) -> bool:
+    """Whether `value` is a tensor whose values the host can read: one on the meta device has none (an op that
+    returns one on a target whose outputs hold values broke an invariant, which the invariants check says)."""
+    return isinstance(value, torch.Tensor) and not value.is_meta
+
+
 def host_tensor(tensor: torch.Tensor) -> torch.Tensor:
     """The harness's own read of a tensor's values on the host: a virtual tensor's data is
     already there (no op runs, nothing is logged); a real device's is copied."""
