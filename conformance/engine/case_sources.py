@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,16 @@ def starting_from(test: Any, choices: Choices) -> Iterator[None]:
             test._hypothesis_internal_database_key = kept_key
         else:
             del test._hypothesis_internal_database_key
+
+
+@dataclass(frozen=True)
+class PlannedFailure:
+    """A planned case (another target's draw) that failed on this item's target, and what draws it again in
+    hypothesis, so that it can be shrunk (None: it was not drawn in this worker, e.g. a saved case)."""
+
+    failure: Exception  # the ConformanceFailure the planned case raised
+    case: Case
+    choices: Choices | None
 
 
 class CaseSources:

@@ -101,11 +101,14 @@ class CaseRecorder:
         judged: Judgement,
         phase: Phase,
         repro: str | None,
+        *,
+        standing: bool = False,
     ) -> None:
         """One checked example: a row of the examples table; its arrays for the report where it failed (the final,
-        shrunk example) or is the first example of a known issue on this op and target."""
+        shrunk example, or `standing`: a failure that is reported as it is, not shrunk) or is the first example of a
+        known issue on this op and target."""
         artifact = None
-        keep = phase in (Phase.FINAL, Phase.REPLAY) and judged.unexpected
+        keep = (phase in (Phase.FINAL, Phase.REPLAY) or standing) and judged.unexpected
         known = (judged.issue.id, state.spec.name, state.target.name) if judged.issue is not None else None
         new_known = known is not None and known not in self._known_arrays and phase is Phase.EXPLORE
         if keep or new_known:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import contextlib
 import unittest
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from conformance.checks.registry import CheckOutcome, value_checks
 from conformance.devices import deadline, isa_feed
 from conformance.devices.compiled_target import COMPILE_STATS
 from conformance.engine import interrupts
-from conformance.engine.case_sources import CaseSources, Choices, drawn_choices, from_config
+from conformance.engine.case_sources import CaseSources, PlannedFailure, drawn_choices, from_config
 from conformance.engine.cases import CaseCache
 from conformance.engine.config import RunConfig
 from conformance.engine.issue_book import IssueBook
@@ -48,16 +47,6 @@ __all__ = ["CaseNotRunnable", "ConformanceFailure", "ConformanceRun", "PlannedFa
 class CaseNotRunnable(unittest.SkipTest):
     """The target cannot run the op at all (a virtual device lacks what it needs): the item is skipped.  A
     SkipTest, which hypothesis passes on without shrinking and pytest reports as a skip."""
-
-
-@dataclass(frozen=True)
-class PlannedFailure:
-    """A planned case (another target's draw) that failed on this item's target, and what draws it again in
-    hypothesis, so that it can be shrunk (None: it was not drawn in this worker, e.g. a saved case)."""
-
-    failure: ConformanceFailure
-    case: Case
-    choices: Choices | None
 
 
 class ConformanceRun:
@@ -266,7 +255,8 @@ class ConformanceRun:
             return
         state.count(judged, self._scoped(state, outcome, judged, features), phase)
         repro = rerun_line(state.info.rerun_id, case.to_json(), state.target.name) if not outcome.passed else None
-        self.recorder.example(state, case, ctx, outcome, judged, phase, repro)
+        standing = judged.unexpected and state.source == "plan" and self.sources.choices_of(case) is None  # saved
+        self.recorder.example(state, case, ctx, outcome, judged, phase, repro, standing=standing)
         if judged.unexpected:
             state.failure_seen = True
             raise failure_class(state.check, outcome.cause or "failed")(
