@@ -2,7 +2,7 @@
 navigation start to the page's load event (and to `document.body.dataset.loaded`, the matrix drawn), then to a
 cell opened with its worst cases, over a few loads from disk (file://).
 
-    python benchmarks/page_weight.py reports/<run> [--loads 5]
+    python benchmarks/page_weight.py reports/<run> [--loads 5] [--screenshot first-screen.png]
 
 Needs Debian's chromium and chromium-driver (tests/report_pages.py starts them; never a downloaded browser).
 """
@@ -41,9 +41,9 @@ def weights(run: Path) -> dict[str, int]:
     return found
 
 
-def load_times(run: Path, loads: int) -> dict[str, list[float]]:
+def load_times(run: Path, loads: int, screenshot: Path | None = None) -> dict[str, list[float]]:
     """Milliseconds per load: the load event, the matrix drawn, and (where the run has one) a failing or
-    known-issue cell opened from a link to its worst cases drawn."""
+    known-issue cell opened from a link to its worst cases drawn; `screenshot`: the first screen, as loaded."""
     import pytest
     from report_pages import chromium
 
@@ -61,6 +61,9 @@ def load_times(run: Path, loads: int) -> dict[str, list[float]]:
             found["load event"].append(browser.execute_script(LOADED))
             ready = browser.execute_script("return document.body.dataset.loaded")
             found["matrix drawn"].append(float(ready) if ready and ready != "1" else float("nan"))
+            if screenshot is not None:
+                browser.save_screenshot(str(screenshot))
+                screenshot = None
             cell = browser.execute_script(
                 "for (const r of DATA.matrix.rows) for (const [c, cell] of Object.entries(r.cells)) "
                 "if (cell.verdict !== 'pass') return r.id + '.' + c"
@@ -76,10 +79,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
     parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument("--screenshot", type=Path, help="write the first screen here (PNG)")
     args = parser.parse_args()
     for part, count in weights(args.run).items():
         print(f"{part:>14}: {count / 1e6:7.2f} MB")
-    for what, times in load_times(args.run, args.loads).items():
+    for what, times in load_times(args.run, args.loads, args.screenshot).items():
         shown = [t for t in times if t == t]
         if shown:
             print(f"{what:>14}: median {statistics.median(shown):.0f} ms, {min(shown):.0f}-{max(shown):.0f} ms")

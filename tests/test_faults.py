@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.store.aggregate import read_summary
 from conformance.store.reader import read_outcomes
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
@@ -63,7 +64,7 @@ def records(project):
 
 
 def summary(project):
-    return json.loads((project.path / "reports" / "latest" / "summary.json").read_text())
+    return read_summary(project.path / "reports" / "latest")
 
 
 def test_raising_wrong_type_and_nan_are_recorded_and_the_run_goes_on(project):
@@ -169,7 +170,7 @@ def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(pr
     assert (
         subprocess.run([sys.executable, "-m", "conformance", "summary", str(run)], capture_output=True).returncode == 0
     )
-    summary = json.loads((run / "summary.json").read_text())
+    summary = read_summary(run)
     ended_passes = sum(r.get("tally", {}).get("counts", {}).get("pass", 0) for r in kept if r["kind"] == "item_end")
     assert summary["complete"] is False and summary["totals"].get("pass", 0) == ended_passes > 100  # the ended items
     assert summary["interrupted"]  # the item it was running
@@ -330,7 +331,7 @@ def test_an_item_that_raises_before_any_check_is_an_error_in_every_summary_as_in
         "test_crash_reference",
     }
     run = project.path / "reports" / "latest"
-    summary = json.loads((run / "summary.json").read_text())
+    summary = read_summary(run)
     by_item = {
         f"test_{g['op']}[{g['target']}-{g['dtype']}-{g['mode']}-{g['check']}]": g["verdict"] for g in summary["groups"]
     }

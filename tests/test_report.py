@@ -11,6 +11,7 @@ from synthetic_runs import write_run
 
 from conformance.report.build import build_report
 from conformance.report.merge import merge_runs
+from conformance.store.aggregate import read_summary, write_summary_file
 
 HOSTILE = "<script>alert('x')</script>\"'../../etc/passwd"
 
@@ -120,7 +121,7 @@ def test_merge_puts_each_machine_in_its_own_columns(tmp_path):
     a = write_run(tmp_path / "a", outcomes=5, failures=1, target="cuda:0")
     b = write_run(tmp_path / "b", outcomes=6, failures=1, target="cuda:0")  # not a copy of a (that is refused)
     index = merge_runs([a, b], tmp_path / "merged", labels=["h100-runner", HOSTILE])
-    summary = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    summary = read_summary(tmp_path / "merged")
     assert summary["machines"] == ["h100-runner", HOSTILE]
     assert {g["machine"] for g in summary["groups"]} == {"h100-runner", HOSTILE}
     data = page_data(index)
@@ -207,7 +208,7 @@ def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
         ("cross_device", "pass", CheckOutcome("cross_device", True, "the cpu's", diverges="cpu", against="cpu")),
     ):
         nodeid = f"cases/t.py::test_op[vcuda:1-float32-m-{check}]"
-        writer.item_started(base, nodeid, check, {}, [])
+        writer.item_started(base, nodeid, check, [])
         writer.example("explore", 0, case, verdict, outcome, outcome.message, None, None, None)
         writer.item_ended(base, nodeid, check)
     writer.close()
@@ -285,10 +286,10 @@ def test_what_changed_since_the_previous_comparable_run_is_new(tmp_path):
 
     reports = tmp_path / "reports"
     before, now = write_run(reports / "20260101-000000", failures=0), write_run(reports / "20260102-000000", failures=0)
-    summary = json.loads((before / "summary.json").read_text())
+    summary = read_summary(before)
     for group in summary["groups"]:  # the known issue did not reproduce in the earlier run
         group["counts"].pop("known_issue", None)
-    (before / "summary.json").write_text(json.dumps(summary))
+    write_summary_file(before, summary)
     for run, seconds in ((before, 1e-4), (now, 5e-4)):
         timing = Timing("resize", "cpu", "uint8", "bilinear", "1x3x64x64", seconds, 1e-5, 0.1, seconds / 1e-5)
         write(run / "timings.json", [timing], {})
@@ -300,7 +301,7 @@ def test_what_changed_since_the_previous_comparable_run_is_new(tmp_path):
     ]
     assert data["headline"].startswith("No new failures:") and data["headline"].endswith("2 other changes below")
     summary["environment"]["hypothesis_profile"] = "dev"  # another profile draws other cases: not compared
-    (before / "summary.json").write_text(json.dumps(summary))
+    write_summary_file(before, summary)
     assert page_data(build_report(now))["new"] == []
 
 

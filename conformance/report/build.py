@@ -26,7 +26,7 @@ from conformance.report.heatmaps import heatmaps, shown_entries
 from conformance.report.history import previous_run, slowdowns
 from conformance.store import examples
 from conformance.store.aggregate import report_summary
-from conformance.store.reader import RunRecords
+from conformance.store.reader import LoadedIssues, RunRecords
 from conformance.store.repro_command import repro_line
 from conformance.store.tally import VERDICT_ORDER
 from conformance.store.timings import TimingsError, read
@@ -173,12 +173,12 @@ def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, 
     summary = summary if summary is not None else report_summary(run_dir)  # a caller that read it already
     environments = _environments(run_dir)
     findings, worst = Findings(), crosslib.WorstRecords()
-    loaded: dict[str, Any] = {}
+    issues = LoadedIssues()
     for record in RunRecords(run_dir):
         findings.add(record)
         worst.add(record)
-        if record.get("kind") == "item":
-            loaded.update(record.get("known_issues_loaded") or {})
+        issues.add(record)
+    loaded = issues.entries
     findings.add_rows(run_dir, loaded)
     stale = run_dir / OLD_PICTURE_FOLDER  # pictures are in the pages now; an older report's folder goes
     if stale.is_symlink() or stale.is_file():  # (a link is removed, never followed)

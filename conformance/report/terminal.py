@@ -15,7 +15,7 @@ from conformance.report.build import build_report
 from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
 from conformance.store import compile_stats
-from conformance.store.aggregate import write_summary
+from conformance.store.aggregate import read_summary, write_summary
 from conformance.store.reader import ENDED
 from conformance.store.writer import write_atomically
 
@@ -73,10 +73,9 @@ def write_section(
     report_path: Path | None,
     report_error: str | None,
 ) -> None:
-    summary_path = run_dir / "summary.json"
-    if not summary_path.is_file():
+    summary = read_summary(run_dir)
+    if summary is None:
         return
-    summary = json.loads(summary_path.read_text())
     write = terminalreporter.write_line
     terminalreporter.section("conformance summary")
     selected = bool(  # a part of the suite: a known issue for an item outside it is not unused
@@ -95,7 +94,7 @@ def write_section(
     compiled = compile_stats.line(compile_stats.read(run_dir))
     if compiled:
         write(compiled)
-    write(f"results: {summary_path}")
+    write(f"results: {run_dir / 'summary.json'}")
     if report_path:
         write(f"report: {report_path}")
     if report_error:
