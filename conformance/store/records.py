@@ -1,10 +1,9 @@
 """The records a run writes, one builder per kind, so their fields are defined in one place.
 
 Journal kinds (one JSON object per line in outcomes/<worker>.jsonl; docs/results.md):
-- known_issues: the ids of the known-issue entries the process loaded (once each, with the first item that
-            loaded them);
-- known_issue: one entry whole (id, link, reason, strict, envelope), once per process, before the first item
-            it applies to (older runs embedded every entry loaded in the process's first item record);
+- known_issues: ids of known-issue entries the process loaded, each once, with the first item that loads it;
+- known_issue: an entry whole, once per process, before the first item it applies to (older runs embedded
+            every entry loaded in the process's first item record);
 - item:     an item started: its fields and the known issues that apply to it;
 - item_end: the item finished: its tally (counts per verdict, the worst example, known issues seen,
             warnings, ...), known issues that did not reproduce in too few cases to call them fixed;

@@ -32,7 +32,7 @@ function cellTitle(t, verdict, extra) {
   const n = (x) => GROUPED.format(x);
   const parts = [`${shareText(t)} pass (${n(t.pass + t.warning)} of ${plural(t.checked, "checked outcome")})`];
   if (t.known_issue) parts.push(`${n(t.known_issue)} of ${n(t.checked)} a known issue (documented divergence)`);
-  if (t.fail) parts.push(`${n(t.fail)} an unexpected failure`);
+  if (t.fail) parts.push(`${n(t.fail)} fail unexpectedly`);
   if (t.other) parts.push(`${n(t.other)} out of memory or interrupted`);
   if (t.warning) parts.push(`${n(t.warning)} with a warning`);
   if (t.skipped) parts.push(plural(t.skipped, "item") + " skipped");
