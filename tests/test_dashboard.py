@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from report_pages import chromium, images_loaded, page_data
+from report_pages import chromium, images_loaded, inline_data, page_data
 from synthetic_runs import write_operation_run, write_run
 
 from conformance.report.build import build_report
@@ -144,6 +144,7 @@ def test_each_cell_shows_how_much_of_it_passes_and_a_failure_stays_red(pytester,
     """A family whose only divergence is a documented one shows the share that passes, tinted as passing, with its
     known-issue cases apart (the bar, the title); a family with an unexpected failure is red whatever its share."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     pytester.makepyfile(
         planted_ops=PLANTED,
@@ -170,6 +171,8 @@ def test_each_cell_shows_how_much_of_it_passes_and_a_failure_stays_red(pytester,
     for cell in families["broken"].find_elements(By.CSS_SELECTOR, "td.cell"):
         assert "v-fail" in cell.get_attribute("class") and colour(cell) == red
         assert cell.text.endswith("%") and " fail unexpectedly" in cell.get_attribute("title")
+    finding = '#findings-list li[data-issue="nudged-corner"]'  # drawn once the first screen is painted
+    WebDriverWait(browser, 10).until(lambda _: browser.find_elements(By.CSS_SELECTOR, finding))
 
 
 def test_a_green_run_says_so_in_one_line_and_opens_on_its_families(pytester, browser):
@@ -194,6 +197,23 @@ def test_hostile_strings_stay_text_in_the_browser(tmp_path, browser):
     names = {r.find_element(By.CSS_SELECTOR, "td.name").text for r in shown_rows(browser)}
     assert names == {HOSTILE}  # shown as text, found by the search
     assert not browser.find_elements(By.CSS_SELECTOR, "#matrix script, #new script")
+
+
+def test_a_page_without_its_folder_says_where_a_cells_details_are(tmp_path, browser):
+    """index.html copied alone (its index_files/ left behind) still draws the matrix; an opened cell says which
+    file it needs instead of waiting for it."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = write_run(tmp_path / "run", outcomes=6, failures=1)
+    index = build_report(run)
+    cell = next(n["cell"] for n in inline_data(index)["new"])
+    shutil.rmtree(run / "index_files")
+    browser.get(index.as_uri() + "#cell=" + cell)
+    drill = browser.find_element(By.ID, "drill")
+    WebDriverWait(browser, 10).until(lambda _: drill.find_elements(By.CSS_SELECTOR, "p.damaged"))
+    assert "index_files/f0.js beside this page, which could not be read" in drill.text
+    assert browser.find_element(By.ID, "drill-title").text.endswith(": fail") and shown_rows(browser)
 
 
 def test_the_cross_library_heatmaps_link_to_the_worst_cases(tmp_path, browser):

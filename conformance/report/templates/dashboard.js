@@ -162,6 +162,10 @@ function buildNew() {
     }
     list.append(li);
   }
+}
+
+// below the matrix and hundreds of lines long: drawn once the first screen is painted
+function buildFindings() {
   const findings = document.getElementById("findings-list");
   for (const f of DATA.findings) {
     const show = el("a", { href: "#issue=" + encodeURIComponent(f.id), text: "cells" });
@@ -181,3 +185,4 @@ readHash();
 update();
 window.addEventListener("hashchange", () => { readHash(); update(); });
 document.body.dataset.loaded = performance.now().toFixed(0);  // truthy: ms from navigation start
+requestAnimationFrame(() => setTimeout(buildFindings));
