@@ -75,7 +75,7 @@ def test_every_outcome_is_stored_and_summarised(project):
     result = run(project)
     result.assert_outcomes(passed=11, failed=1, skipped=0)  # 4 checks x (good: 2 dtypes, sprinkled: 1)
     data = summary(project)
-    assert data["schema"] == "conformance.summary/2" and data["complete"]
+    assert data["schema"] == "conformance.summary/3" and data["complete"]
     groups = {(g["op"], g["dtype"], g["check"]): g for g in data["groups"]}
     assert groups[("good", "uint8", "reference")]["examples"] == 15
     assert groups[("good", "uint8", "reference")]["verdict"] == "pass"
@@ -376,7 +376,7 @@ def test_every_session_writes_the_html_report_and_junitxml_still_works(project):
     junit = (project.path / "junit.xml").read_text()
     assert junit.count("<testcase") == 4 and junit.count("<failure") == 1  # one testcase per item
     assert "reference failed (values)" in junit and "--replay" in junit  # the finding and its rerun line
-    assert summary(project)["schema"] == "conformance.summary/2"
+    assert summary(project)["schema"] == "conformance.summary/3"
 
 
 def test_a_known_failure_costs_no_shrinking(project):

@@ -3,8 +3,7 @@
 // first screen stays light whatever the run's size, and a <script> element works from file://, where fetch() does
 // not.  Every string is set as text.
 
-// what each family's cells open to, once its script file (index_files/) has run; {failed: true} where it could not
-const PARTS = {};
+const PARTS = {};  // file -> what its family's cells open to, once it has run; {failed: true} where it could not
 window.conformanceDetails = (file, part) => {
   PARTS[file] = part;
   if (state.cell && fileOf(state.cell) === file) drill();
