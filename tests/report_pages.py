@@ -24,6 +24,11 @@ def family_file(path: Path) -> dict:
     return json.loads(text[len(head) : -len(");\n")])
 
 
+def report_text(index: Path) -> str:
+    """index.html and the family files beside it (index_files/) that its cells open to, as one text."""
+    return index.read_text() + "".join(p.read_text() for p in sorted((index.parent / "index_files").glob("*.js")))
+
+
 def page_data(index: Path) -> dict:
     """The JSON the dashboard draws: the page's own, with what its cells open to put back as the page does when
     a cell is opened (each family's file in index_files/): each cell's `checks`, and the worst cases (`details`)."""

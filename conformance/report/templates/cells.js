@@ -27,8 +27,9 @@ function shareText(t) {
   const p = (100 * (t.pass + t.warning)) / t.checked;
   return p === 100 ? "100%" : p > 0 && p < 1 ? "<1%" : Math.floor(p) + "%";
 }
-function cellTitle(t, verdict, extra) {
-  if (!t.checked) return label(verdict) + (t.skipped ? ": " + plural(t.skipped, "item") + " skipped" : "");
+// what a cell's counts say: its pass share, then what did not pass
+function shareLine(t) {
+  if (!t.checked) return t.skipped ? plural(t.skipped, "item") + " skipped" : "nothing checked";
   const n = (x) => GROUPED.format(x);
   const parts = [`${shareText(t)} pass (${n(t.pass + t.warning)} of ${plural(t.checked, "checked outcome")})`];
   if (t.known_issue) parts.push(`${n(t.known_issue)} of ${n(t.checked)} a known issue (documented divergence)`);
@@ -36,7 +37,12 @@ function cellTitle(t, verdict, extra) {
   if (t.other) parts.push(`${n(t.other)} out of memory or interrupted`);
   if (t.warning) parts.push(`${n(t.warning)} with a warning`);
   if (t.skipped) parts.push(plural(t.skipped, "item") + " skipped");
-  return parts.concat(extra || []).join("; ");
+  return parts.join("; ");
+}
+// a cell's title: the verdict first where the counts alone do not say it (a new failure, nothing checked)
+function cellTitle(t, verdict, extra) {
+  const said = [shareLine(t), ...(extra || [])].join("; ");
+  return t.checked && !NEW.includes(verdict) ? said : `${label(verdict)}: ${said}`;
 }
 // green where everything passes, towards amber as known issues take a larger share; a failure keeps its red
 function tint(t) {

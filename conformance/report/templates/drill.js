@@ -34,7 +34,7 @@ function drill() {
   const close = el("button", { type: "button", id: "drill-close", text: "close" });
   close.addEventListener("click", () => { state.cell = ""; update(); });
   panel.append(el("h2", { id: "drill-title", text: `${row.op} [${row.dtype}, ${row.mode}] on ${column.machine ? column.machine + " " : ""}${column.target}: ${label(cell.verdict)}` }), close);
-  panel.append(el("p", { class: "share", text: cellTitle(tally(cell.counts), cell.verdict) }));
+  panel.append(el("p", { class: "share", text: shareLine(tally(cell.counts)) }));
   const file = DATA.files[row.family], part = PARTS[file];
   if (!document.body.dataset.loaded) panel.scrollIntoView();
   if (!part) { panel.append(el("p", { text: "Loading its checks and worst cases…" })); loadPart(file); return; }
