@@ -15,10 +15,11 @@ then the lowest over the cells with at least MIN_CASES in scope, rounded down to
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
+
+from conformance.store.aggregate import read_summary
 
 MIN_CASES = 20
 Z = 1.645  # one-sided 95%
@@ -37,7 +38,7 @@ def cells(runs: list[Path]) -> dict[str, dict[tuple, list[int]]]:
     """issue -> (run, op, target, dtype, mode) -> [cases in scope, cases explained] (the largest over checks)."""
     found: dict[str, dict[tuple, list[int]]] = defaultdict(dict)
     for run in runs:
-        for group in json.loads((run / "summary.json").read_text())["groups"]:
+        for group in read_summary(run)["groups"]:
             for issue, (in_scope, explained) in (group.get("issue_scope") or {}).items():
                 key = (run.name, group["op"], group["target"], group["dtype"], group["mode"])
                 kept = found[issue].setdefault(key, [0, 0])

@@ -11,13 +11,14 @@ checked examples were counted and how many were shrinking steps.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from conformance.store.aggregate import read_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = '[[issue]]\nid = "shift"\nop = "shifted"\nlink = "https://example.org/shift"\nreason = "planted"\n'
@@ -47,7 +48,7 @@ def session(folder: Path, op: str, call: str, known: bool, examples: int) -> tup
         check=False,
     )
     seconds = time.perf_counter() - start
-    groups = json.loads((folder / "reports" / f"{op}-{known}" / "summary.json").read_text())["groups"]
+    groups = read_summary(folder / "reports" / f"{op}-{known}")["groups"]
     placement = [g for g in groups if g["check"] == "placement"]
     return seconds, sum(g["examples"] for g in placement), sum(g.get("shrunk", 0) for g in placement)
 

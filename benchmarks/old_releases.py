@@ -13,7 +13,6 @@ reasons), the narrowed strategies and every failing item with its first message.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from conformance.store.aggregate import read_summary
 from conformance.store.reader import read_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,9 +76,9 @@ def run(release: str, folder: Path, extra: Path, max_examples: int, keyword: str
         "skips": [ln for ln in lines if ln.startswith("SKIPPED [")],
         "failures": Counter(),
     }
-    summary = reports / "run" / "summary.json"
-    if summary.is_file():
-        for group in json.loads(summary.read_text())["groups"]:
+    summary = read_summary(reports / "run")
+    if summary is not None:
+        for group in summary["groups"]:
             if group["verdict"] in ("fail", "error"):
                 found["failures"][(group["op"], group["check"], group["target"], group["dtype"])] += 1
         messages: dict[tuple, str] = {}

@@ -3,7 +3,6 @@ a user module of transforms swept (`--sweep`), its own temporary folder (TMPDIR:
 what it left), and what is left of the group once the run has ended."""
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import conformance
+from conformance.store.aggregate import read_summary
 
 REPO = Path(conformance.__file__).resolve().parents[1]  # the checkout whose conformance this session imports
 NOISE = ("conformance: torch", "conformance: imported", "conformance: cuda", "conformance: hypothesis", "platform ")
@@ -101,7 +101,7 @@ class GroupRun:
         return [line for line in self.output.splitlines() if line.strip() and not line.startswith(NOISE)]
 
     def summary(self) -> dict[str, Any]:
-        return json.loads((self.run_dir / "summary.json").read_text())
+        return read_summary(self.run_dir)
 
     def left_behind(self, within: float = 15) -> list[str]:
         """Processes still alive in the run's group (zombies are dead: an init that does not reap keeps them) and

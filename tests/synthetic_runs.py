@@ -71,7 +71,7 @@ def write_run(
     for index, mode in enumerate(("bilinear", "bicubic", "nearest")):
         nodeid = f"cases/test_{op}.py::test_{op}[{target}-uint8-{mode}-reference]"
         base = _base(op, target, mode)
-        writer.item_started(base, nodeid, "reference", {}, [])
+        writer.item_started(base, nodeid, "reference", [])
         for i in range(index, outcomes, 3):
             writer.example("explore", i, case, "pass", passed, "", None, None, None)
         writer.item_ended(base, nodeid, "reference")
@@ -84,7 +84,7 @@ def write_run(
         )
         nodeid = f"cases/test_{op}.py::test_{op}[{target}-uint8-mode{i}-reference]"
         base = _base(op, target, f"mode{i}")
-        writer.item_started(base, nodeid, "reference", {}, [])
+        writer.item_started(base, nodeid, "reference", [])
         failed = CheckOutcome(
             "reference",
             False,
@@ -110,7 +110,8 @@ def write_run(
     issue = {"id": "known-1", "link": "https://example.org/1", "reason": "a known divergence", "strict": True}
     nodeid = f"cases/test_{op}.py::test_{op}[cpu-uint8-known-cross_device]"
     base = _base(op, "cpu", "known")
-    writer.item_started(base, nodeid, "cross_device", {"known-1": issue}, ["known-1"])
+    writer.known_issues(["known-1"], [issue])
+    writer.item_started(base, nodeid, "cross_device", ["known-1"])
     known = CheckOutcome(
         "cross_device",
         False,
@@ -186,7 +187,7 @@ def write_operation_run(run_dir: Path, *, operation: str = "blur", library: str 
     ):
         base = _base(op, target, "default")
         nodeid = f"cases/test_{operation}.py::test_{op}[{target}-uint8-default-reference]"
-        writer.item_started(base, nodeid, "reference", {}, [])
+        writer.item_started(base, nodeid, "reference", [])
         for example in range(5):
             verdict = "fail" if op == second and example == 4 else "pass"
             details = (

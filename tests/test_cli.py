@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conformance.launch import pytest_command
+from conformance.store.aggregate import read_summary
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -121,7 +122,6 @@ def _interrupt_default():
 
 @pytest.mark.parametrize("entry, how", [("cli", "ctrl-c"), ("cli", "sigterm"), ("pytest", "sigterm")])
 def test_an_interrupted_run_ends_with_an_incomplete_summary_and_report(entry, how, tmp_path):
-    import json
     import os
     import signal
     import time
@@ -171,7 +171,7 @@ def test_an_interrupted_run_ends_with_an_incomplete_summary_and_report(entry, ho
         pytest.fail(f"the run had not ended 300 s after the {how}: {process.communicate()[0][-2000:]}")
     assert process.returncode == 2, output[-2000:]
     assert "Traceback" not in output
-    summary = json.loads((tmp_path / "cut" / "summary.json").read_text())
+    summary = read_summary(tmp_path / "cut")
     assert summary["complete"] is False and summary["totals"]
     assert "Incomplete run" in (tmp_path / "cut" / "index.html").read_text()
     assert (tmp_path / "latest").is_symlink()

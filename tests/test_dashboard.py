@@ -2,11 +2,12 @@
 (read the headline, filter to new failures, open a cell, search, share a link), from real runs."""
 
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
-from report_pages import chromium, images_loaded, page_data
+from report_pages import chromium, images_loaded, inline_data, page_data
 from synthetic_runs import write_operation_run, write_run
 
 from conformance.report.build import build_report
@@ -40,6 +41,16 @@ def shown_rows(browser):
     from selenium.webdriver.common.by import By
 
     return [r for r in browser.find_elements(By.CSS_SELECTOR, "#matrix tr.variant") if r.is_displayed()]
+
+
+def opened(browser):
+    """The drill-down once its family's file (index_files/) has been loaded and drawn."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    drill = browser.find_element(By.ID, "drill")
+    WebDriverWait(browser, 10).until(lambda _: drill.get_attribute("data-ready"))
+    return drill
 
 
 def keep_screenshot(browser, name: str, tmp_path: Path) -> Path:
@@ -84,7 +95,7 @@ def test_a_planted_regression_leads_the_first_screen_and_the_reader_can_filter_d
     failing = rows[0].find_elements(By.CSS_SELECTOR, "td.cell.v-fail:not(.dim)")
     assert len(failing) == 2
     failing[1].click()  # vcuda:1
-    drill = browser.find_element(By.ID, "drill")
+    drill = opened(browser)
     assert browser.find_element(By.ID, "drill-title").text == "shifted [uint8, bilinear] on vcuda:1: fail"
     checks = [r.text.split(" ")[0] for r in drill.find_elements(By.CSS_SELECTOR, "#drill-checks tr")[1:]]
     assert checks[0] == "reference" and {"error", "invariants", "placement", "cross_device"} <= set(checks)
@@ -97,7 +108,7 @@ def test_a_planted_regression_leads_the_first_screen_and_the_reader_can_filter_d
     assert "verdict=new" in shared and "cell=" in shared
     browser.get("about:blank")
     browser.get(shared)  # the link opens the same view
-    assert browser.find_element(By.ID, "drill-title").text == "shifted [uint8, bilinear] on vcuda:1: fail"
+    assert opened(browser).find_element(By.ID, "drill-title").text == "shifted [uint8, bilinear] on vcuda:1: fail"
     assert Select(browser.find_element(By.ID, "f-verdict")).first_selected_option.get_attribute("value") == "new"
     assert [r.find_element(By.CSS_SELECTOR, "td.name").text for r in shown_rows(browser)] == ["shifted"]
 
@@ -105,6 +116,63 @@ def test_a_planted_regression_leads_the_first_screen_and_the_reader_can_filter_d
     browser.find_element(By.ID, "f-q").send_keys("float_re")
     assert {r.find_element(By.CSS_SELECTOR, "td.name").text for r in shown_rows(browser)} == {"float_resize"}
     assert "q=float_re" in browser.current_url
+
+
+KNOWN = """
+[[issue]]
+id = "nudged-corner"
+op = "nudged"
+checks = ["reference"]
+max_abs = 3
+link = "https://example.org/nudged"
+reason = "planted: the first pixel 2 levels up"
+"""
+NUDGED = """
+import torch
+from planted_ops import *
+
+def nudged_resize(image, params):
+    out = good_resize(image, params)
+    out[..., 0, 0] = (out[..., 0, 0].to(torch.int32) + 2).clamp(0, 255).to(out.dtype)
+    return out
+
+test_nudged = make_spec("nudged", nudged_resize, dtypes=("uint8",)).test()
+"""
+
+
+def test_each_cell_shows_how_much_of_it_passes_and_a_failure_stays_red(pytester, browser):
+    """A family whose only divergence is a documented one shows the share that passes, tinted as passing, with its
+    known-issue cases apart (the bar, the title); a family with an unexpected failure is red whatever its share."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    pytester.makepyfile(
+        planted_ops=PLANTED,
+        test_warps=NUDGED,
+        test_broken='from planted_ops import *\ntest_shifted = make_spec("shifted", shifted_resize).test()\n',
+    )
+    (pytester.path / "known_issues.toml").write_text(KNOWN)
+    pytester.runpytest_inprocess(*RUN)
+    browser.get((pytester.path / "reports" / "latest" / "index.html").resolve().as_uri())
+    families = {tr.get_attribute("data-family"): tr for tr in browser.find_elements(By.CSS_SELECTOR, "tr.family")}
+    assert set(families) == {"warps", "broken"}
+    red = (224, 85, 79)
+
+    def colour(cell) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", cell.value_of_css_property("background-color"))[:3])
+
+    for cell in families["warps"].find_elements(By.CSS_SELECTOR, "td.cell"):  # cpu, vcuda:1
+        share, title = int(cell.text.removesuffix("%")), cell.get_attribute("title")
+        assert 50 <= share < 100 and title.startswith(f"{share}% pass (")  # reference's uint8 cases only
+        assert " a known issue (documented divergence)" in title and "unexpectedly" not in title
+        r, g, _ = colour(cell)
+        assert "v-known_issue" in cell.get_attribute("class") and g > r  # green, not a known issue's amber
+        assert "#e8891a" in cell.get_attribute("style") or "232, 137, 26" in cell.get_attribute("style")  # its bar
+    for cell in families["broken"].find_elements(By.CSS_SELECTOR, "td.cell"):
+        assert "v-fail" in cell.get_attribute("class") and colour(cell) == red
+        assert cell.text.endswith("%") and " fail unexpectedly" in cell.get_attribute("title")
+    finding = '#findings-list li[data-issue="nudged-corner"]'  # drawn once the first screen is painted
+    WebDriverWait(browser, 10).until(lambda _: browser.find_elements(By.CSS_SELECTOR, finding))
 
 
 def test_a_green_run_says_so_in_one_line_and_opens_on_its_families(pytester, browser):
@@ -129,6 +197,23 @@ def test_hostile_strings_stay_text_in_the_browser(tmp_path, browser):
     names = {r.find_element(By.CSS_SELECTOR, "td.name").text for r in shown_rows(browser)}
     assert names == {HOSTILE}  # shown as text, found by the search
     assert not browser.find_elements(By.CSS_SELECTOR, "#matrix script, #new script")
+
+
+def test_a_page_without_its_folder_says_where_a_cells_details_are(tmp_path, browser):
+    """index.html copied alone (its index_files/ left behind) still draws the matrix; an opened cell says which
+    file it needs instead of waiting for it."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = write_run(tmp_path / "run", outcomes=6, failures=1)
+    index = build_report(run)
+    cell = next(n["cell"] for n in inline_data(index)["new"])
+    shutil.rmtree(run / "index_files")
+    browser.get(index.as_uri() + "#cell=" + cell)
+    drill = browser.find_element(By.ID, "drill")
+    WebDriverWait(browser, 10).until(lambda _: drill.find_elements(By.CSS_SELECTOR, "p.damaged"))
+    assert "index_files/f0.js beside this page, which could not be read" in drill.text
+    assert browser.find_element(By.ID, "drill-title").text.endswith(": fail") and shown_rows(browser)
 
 
 def test_the_cross_library_heatmaps_link_to_the_worst_cases(tmp_path, browser):

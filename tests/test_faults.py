@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from report_pages import report_text
 
+from conformance.store.aggregate import read_summary
 from conformance.store.reader import read_outcomes
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
@@ -63,7 +65,7 @@ def records(project):
 
 
 def summary(project):
-    return json.loads((project.path / "reports" / "latest" / "summary.json").read_text())
+    return read_summary(project.path / "reports" / "latest")
 
 
 def test_raising_wrong_type_and_nan_are_recorded_and_the_run_goes_on(project):
@@ -127,7 +129,7 @@ def test_a_worker_that_aborts_under_xdist_is_recorded_and_the_run_finishes(proje
     assert crash[0]["op"] == "aborting" and crash[0]["target"] == "cpu" and crash[0]["verdict"] == "error"
     assert "worker process died" in crash[0]["message"]
     assert any(r["op"] == "good" and r["verdict"] == "pass" for r in records(project))  # other outcomes kept
-    assert "worker process died" in (project.path / "reports" / "latest" / "index.html").read_text()
+    assert "worker process died" in report_text(project.path / "reports" / "latest" / "index.html")  # its card
 
 
 def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(project):
@@ -169,7 +171,7 @@ def test_kill_9_halfway_leaves_an_intact_store_and_a_report_marked_incomplete(pr
     assert (
         subprocess.run([sys.executable, "-m", "conformance", "summary", str(run)], capture_output=True).returncode == 0
     )
-    summary = json.loads((run / "summary.json").read_text())
+    summary = read_summary(run)
     ended_passes = sum(r.get("tally", {}).get("counts", {}).get("pass", 0) for r in kept if r["kind"] == "item_end")
     assert summary["complete"] is False and summary["totals"].get("pass", 0) == ended_passes > 100  # the ended items
     assert summary["interrupted"]  # the item it was running
@@ -330,7 +332,7 @@ def test_an_item_that_raises_before_any_check_is_an_error_in_every_summary_as_in
         "test_crash_reference",
     }
     run = project.path / "reports" / "latest"
-    summary = json.loads((run / "summary.json").read_text())
+    summary = read_summary(run)
     by_item = {
         f"test_{g['op']}[{g['target']}-{g['dtype']}-{g['mode']}-{g['check']}]": g["verdict"] for g in summary["groups"]
     }

@@ -5,7 +5,6 @@ handled while it runs, and the run hung until a kill -9, with no summary.  Each 
 (the watchdog kills it), with the hang in a planted op.
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.store.aggregate import read_summary
 from conformance.store.reader import RunRecords
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
@@ -60,7 +60,7 @@ def _finish(process, within):
 
 def _run(pytester):
     run = (pytester.path / "reports" / "latest").resolve()
-    return run, json.loads((run / "summary.json").read_text()), list(RunRecords(run))
+    return run, read_summary(run), list(RunRecords(run))
 
 
 def _stuck_group(summary):

@@ -52,7 +52,7 @@ def test_the_counted_phases_on_disk_are_those_the_phase_value_counts():
 def test_the_records_count_an_example_exactly_when_its_phase_counts(tmp_path, phase):
     writer = RecordWriter(tmp_path, "gw0", dict)
     base = writer.base("test_op", "op", CPU, "uint8", "m")
-    tally = writer.item_started(base, NODE, "reference", {}, [])
+    tally = writer.item_started(base, NODE, "reference", [])
     writer.example(phase, 0, "{}", "known_issue", known_outcome(), "off by 5", "k1", None, None)
     assert (sum(tally.counts.values()), tally.shrunk) == ((1, 0) if phase.counted else (0, 1))
     writer.close()

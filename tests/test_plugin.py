@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.store.aggregate import read_summary
 from conformance.store.reader import read_outcomes
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
@@ -29,7 +30,7 @@ def run(pytester, *args):
 
 
 def summary(pytester):
-    return json.loads((pytester.path / "reports" / "latest" / "summary.json").read_text())
+    return read_summary(pytester.path / "reports" / "latest")
 
 
 def test_a_planted_bug_fails_with_the_check_the_metric_and_a_rerun_line(project):
@@ -74,7 +75,7 @@ def test_every_outcome_is_stored_and_summarised(project):
     result = run(project)
     result.assert_outcomes(passed=11, failed=1, skipped=0)  # 4 checks x (good: 2 dtypes, sprinkled: 1)
     data = summary(project)
-    assert data["schema"] == "conformance.summary/2" and data["complete"]
+    assert data["schema"] == "conformance.summary/3" and data["complete"]
     groups = {(g["op"], g["dtype"], g["check"]): g for g in data["groups"]}
     assert groups[("good", "uint8", "reference")]["examples"] == 15
     assert groups[("good", "uint8", "reference")]["verdict"] == "pass"
@@ -132,6 +133,31 @@ reason = "matches nothing"
     assert data["unused_known_issues"] == ["elsewhere"]
     narrowed = run(project, "-k", "good")  # a selection leaves most entries out: no warnings about them
     assert "applying to no item" not in narrowed.stdout.str()
+
+
+def test_a_known_issue_is_written_once_per_process_and_keeps_the_arrays_of_its_first_case_only(project):
+    """The journal names every entry loaded by id once, and holds an entry whole once, before the first item it
+    applies to (never a whole file in one record); a known issue's arrays are kept for its first case only (the
+    one the report pictures), not again on each target."""
+    write_cases(project, shifted="shifted_resize", good="good_resize")
+    (project.path / "known_issues.toml").write_text(
+        '[[issue]]\nid = "shift"\nop = "shifted"\nchecks = ["reference"]\nmax_abs = 255\n'
+        'link = "https://example.org/shift"\nreason = "planted shift"\n\n'
+        '[[issue]]\nid = "elsewhere"\nop = "good"\ntargets = ["cuda*"]\nmax_case_fraction = 1\n'
+        'link = "https://example.org/x"\nreason = "matches nothing"\n'
+    )
+    run(project, "--targets=cpu,vcuda:1").assert_outcomes(xfailed=4, passed=36)
+    folder = project.path / "reports" / "latest"
+    lines = (folder / "outcomes" / "main.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["loaded"] for r in records if r["kind"] == "known_issues"] == [["shift", "elsewhere"]]
+    assert [r["entry"]["id"] for r in records if r["kind"] == "known_issue"] == ["shift"]
+    assert not any("known_issues_loaded" in r for r in records) and max(map(len, lines)) < 2000
+    assert summary(project)["unused_known_issues"] == ["elsewhere"]
+    rows, _ = read_outcomes(folder)
+    kept = [r for r in rows if r.get("known_issue") and r.get("artifact")]
+    assert len(kept) == 1 and kept[0]["known_issue"]["reason"] == "planted shift"  # of 4 items on 2 targets
+    assert len(list((folder / "artifacts").glob("*.npz"))) == 1
 
 
 def test_a_strict_entry_unseen_in_too_few_cases_is_a_note_not_an_unexpected_pass(project):
@@ -350,7 +376,7 @@ def test_every_session_writes_the_html_report_and_junitxml_still_works(project):
     junit = (project.path / "junit.xml").read_text()
     assert junit.count("<testcase") == 4 and junit.count("<failure") == 1  # one testcase per item
     assert "reference failed (values)" in junit and "--replay" in junit  # the finding and its rerun line
-    assert summary(project)["schema"] == "conformance.summary/2"
+    assert summary(project)["schema"] == "conformance.summary/3"
 
 
 def test_a_known_failure_costs_no_shrinking(project):
@@ -367,10 +393,7 @@ def test_a_known_failure_costs_no_shrinking(project):
         for name in ("unknown", "known")
     }
     shrunk = {
-        name: sum(
-            g.get("shrunk", 0)
-            for g in json.loads((project.path / "reports" / name / "summary.json").read_text())["groups"]
-        )
+        name: sum(g.get("shrunk", 0) for g in read_summary(project.path / "reports" / name)["groups"])
         for name in ("unknown", "known")
     }
     assert shrunk["unknown"] > 0 and "final" in phases["unknown"]  # without the entry hypothesis minimises it

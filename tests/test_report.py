@@ -2,15 +2,17 @@
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from report_pages import page_data
+from report_pages import family_file, inline_data, page_data
 from synthetic_runs import write_run
 
 from conformance.report.build import build_report
 from conformance.report.merge import merge_runs
+from conformance.store.aggregate import read_summary, write_summary_file
 
 HOSTILE = "<script>alert('x')</script>\"'../../etc/passwd"
 
@@ -33,14 +35,40 @@ def test_the_report_leads_with_what_is_new_and_lists_each_known_issue_once(tmp_p
     )
     cells = {f"{row['id']}.{column}": cell for row in data["matrix"]["rows"] for column, cell in row["cells"].items()}
     assert all(item["cell"] in cells and cells[item["cell"]]["verdict"] == "fail" for item in data["new"])
-    assert [cells[c]["number"] for c in finding["cells"]] == [1]  # one number a cell: its known-issue cases
+    assert [cells[c]["counts"] for c in finding["cells"]] == [{"known_issue": 1}]  # a cell's counts, by verdict
     failing = [d for d in data["details"] if d["verdict"] == "fail"]
     assert len(failing) == 2 and all(d["heatmap"] and d["histogram"] and d["crops"] for d in failing)
-    assert html.count("data:image/png;base64,") >= 10 and not (run / "report").exists()  # one file to share
+    pictures = sum(p.read_text().count("data:image/png;base64,") for p in (run / "index_files").glob("*.js"))
+    assert pictures >= 10 and "data:image/png" not in html and not (run / "report").exists()  # loaded when opened
     assert "Incomplete run" not in html
     summary_md = (run / "summary.md").read_text()
     assert "**2 new failures;" in summary_md and "resize \\[uint8, mode0\\] on vcuda:1: reference fail" in summary_md
     assert "| known\\-1 |" not in summary_md and "| known-1 | 1 | 1 |" in summary_md
+
+
+def test_the_page_holds_the_first_screen_and_a_file_per_family_what_its_cells_open_to(tmp_path):
+    """index.html stays light whatever the run's size: each cell's checks and worst cases (with their pictures)
+    are in its family's file in index_files/, which the page loads when a cell is opened; a rebuild leaves no
+    older file behind and replaces a linked folder without following it."""
+    run = write_run(tmp_path / "run", outcomes=60, failures=2)
+    page = inline_data(build_report(run))
+    assert "details" not in page and "data:image/png" not in (run / "index.html").read_text()
+    assert all(set(cell) == {"verdict", "counts"} for row in page["matrix"]["rows"] for cell in row["cells"].values())
+    assert page["folder"] == "index_files" and set(page["files"]) == {"resize"}
+    part = family_file(run / "index_files" / page["files"]["resize"])
+    cells = {f"{row['id']}.{column}" for row in page["matrix"]["rows"] for column in row["cells"]}
+    assert set(part["checks"]) == cells and {d["cell"] for d in part["details"]} <= cells
+    assert sum(1 for d in part["details"] if d["verdict"] == "fail" and d.get("heatmap")) == 2
+    (run / "index_files" / "f7.js").write_text("from an older report")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "f0.js").write_text("keep")
+    build_report(run)
+    assert sorted(p.name for p in (run / "index_files").iterdir()) == ["f0.js"]
+    shutil.rmtree(run / "index_files")
+    (run / "index_files").symlink_to(outside)
+    build_report(run)
+    assert not (run / "index_files").is_symlink() and (outside / "f0.js").read_text() == "keep"
 
 
 def test_a_green_run_says_so_in_one_line(tmp_path):
@@ -95,7 +123,7 @@ def test_merge_puts_each_machine_in_its_own_columns(tmp_path):
     a = write_run(tmp_path / "a", outcomes=5, failures=1, target="cuda:0")
     b = write_run(tmp_path / "b", outcomes=6, failures=1, target="cuda:0")  # not a copy of a (that is refused)
     index = merge_runs([a, b], tmp_path / "merged", labels=["h100-runner", HOSTILE])
-    summary = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    summary = read_summary(tmp_path / "merged")
     assert summary["machines"] == ["h100-runner", HOSTILE]
     assert {g["machine"] for g in summary["groups"]} == {"h100-runner", HOSTILE}
     data = page_data(index)
@@ -182,7 +210,7 @@ def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
         ("cross_device", "pass", CheckOutcome("cross_device", True, "the cpu's", diverges="cpu", against="cpu")),
     ):
         nodeid = f"cases/t.py::test_op[vcuda:1-float32-m-{check}]"
-        writer.item_started(base, nodeid, check, {}, [])
+        writer.item_started(base, nodeid, check, [])
         writer.example("explore", 0, case, verdict, outcome, outcome.message, None, None, None)
         writer.item_ended(base, nodeid, check)
     writer.close()
@@ -260,10 +288,10 @@ def test_what_changed_since_the_previous_comparable_run_is_new(tmp_path):
 
     reports = tmp_path / "reports"
     before, now = write_run(reports / "20260101-000000", failures=0), write_run(reports / "20260102-000000", failures=0)
-    summary = json.loads((before / "summary.json").read_text())
+    summary = read_summary(before)
     for group in summary["groups"]:  # the known issue did not reproduce in the earlier run
         group["counts"].pop("known_issue", None)
-    (before / "summary.json").write_text(json.dumps(summary))
+    write_summary_file(before, summary)
     for run, seconds in ((before, 1e-4), (now, 5e-4)):
         timing = Timing("resize", "cpu", "uint8", "bilinear", "1x3x64x64", seconds, 1e-5, 0.1, seconds / 1e-5)
         write(run / "timings.json", [timing], {})
@@ -275,7 +303,7 @@ def test_what_changed_since_the_previous_comparable_run_is_new(tmp_path):
     ]
     assert data["headline"].startswith("No new failures:") and data["headline"].endswith("2 other changes below")
     summary["environment"]["hypothesis_profile"] = "dev"  # another profile draws other cases: not compared
-    (before / "summary.json").write_text(json.dumps(summary))
+    write_summary_file(before, summary)
     assert page_data(build_report(now))["new"] == []
 
 

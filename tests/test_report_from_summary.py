@@ -11,12 +11,21 @@ from synthetic_runs import write_run
 from conformance.cli import main as cli
 from conformance.report.build import build_report
 from conformance.report.merge import merge_runs
-from conformance.store.aggregate import SummaryError, summarize
+from conformance.store.aggregate import SUMMARY_SCHEMA, SummaryError, summarize
 from conformance.store.reader import ENDED, RunRecords, load_environment
+from conformance.store.summary_file import FLAT_SCHEMA, pack, unpack
 
 
 def _summary(run):
-    return json.loads((run / "summary.json").read_text())
+    """summary.json as its readers see it (flat groups)."""
+    return unpack(json.loads((run / "summary.json").read_text()))
+
+
+def _write(run, summary) -> str:
+    """summary.json as the harness writes it; returns its text."""
+    text = json.dumps(pack(summary))
+    (run / "summary.json").write_text(text)
+    return text
 
 
 def test_the_report_draws_the_written_summary_not_a_recount(tmp_path):
@@ -28,7 +37,7 @@ def test_the_report_draws_the_written_summary_not_a_recount(tmp_path):
     for group in planted["groups"]:
         if group["mode"] == "bilinear":
             group["counts"], group["verdict"] = {"fail": 4_321}, "fail"
-    (run / "summary.json").write_text(json.dumps(planted))
+    written = _write(run, planted)
     index = build_report(run)
     data, html = page_data(index), index.read_text()
     assert (
@@ -38,7 +47,7 @@ def test_the_report_draws_the_written_summary_not_a_recount(tmp_path):
     assert [n["text"] for n in data["new"]] == ["resize [uint8, bilinear] on vcuda:1: reference fail"]
     assert 'id="incomplete"' in html and "test_planted[cpu-uint8-m-reference]" in html
     assert "987,600 pass" in (run / "summary.md").read_text()
-    assert _summary(run) == planted  # read, never rewritten
+    assert (run / "summary.json").read_text() == written  # read, never rewritten
 
 
 def test_a_merged_runs_report_shows_what_the_merge_wrote(tmp_path):
@@ -48,7 +57,7 @@ def test_a_merged_runs_report_shows_what_the_merge_wrote(tmp_path):
     merged = tmp_path / "merged"
     summary = _summary(merged)
     summary["torn_lines"] = 7  # the merge counts lines torn in its inputs: the merged journal has none
-    (merged / "summary.json").write_text(json.dumps(summary))
+    _write(merged, summary)
     assert cli(["report", str(merged)]) == 0
     assert "7 torn record line(s) were skipped" in (merged / "index.html").read_text()
     assert _summary(merged)["machines"] == ["h100", "a100"]  # the merge's own fields are kept
@@ -91,8 +100,16 @@ def _groups(summary, change):
     return summary
 
 
-MALFORMED = {
+def _variants(summary, change):
+    written = pack(summary)
+    written["variants"] = change(written["variants"])
+    return written
+
+
+MALFORMED = {  # on the groups as readers see them, written flat (schema /2, still read) unless packed
     "another schema": lambda s: s | {"schema": "conformance.summary/1"},
+    "variants not a list": lambda s: _variants(s, lambda v: {"0": v[0]}),
+    "a variant without checks": lambda s: _variants(s, lambda v: [{k: x for k, x in v[0].items() if k != "checks"}]),
     "no schema": lambda s: {k: v for k, v in s.items() if k != "schema"},
     "not an object": lambda s: [s],
     "groups not a list": lambda s: s | {"groups": {"0": s["groups"][0]}},
@@ -108,7 +125,7 @@ MALFORMED = {
 @pytest.mark.parametrize("how", sorted(MALFORMED))
 def test_a_malformed_summary_is_a_one_line_error_and_is_left_as_it_is(how, tmp_path, capsys):
     run = write_run(tmp_path / "run", outcomes=10, failures=1)
-    text = json.dumps(MALFORMED[how](_summary(run)))
+    text = json.dumps(MALFORMED[how](_summary(run) | {"schema": FLAT_SCHEMA}))
     (run / "summary.json").write_text(text)
     assert cli(["report", str(run)]) == 4
     err = capsys.readouterr().err.strip()
@@ -125,7 +142,7 @@ def test_the_summary_command_mends_what_the_report_refused(tmp_path, capsys):
     assert cli(["report", str(run)]) == 4
     assert cli(["summary", str(run)]) == 0  # the command the error names
     assert cli(["report", str(run)]) == 0
-    assert _summary(run)["schema"] == "conformance.summary/2" and _summary(run)["complete"] is True
+    assert _summary(run)["schema"] == SUMMARY_SCHEMA and _summary(run)["complete"] is True
 
 
 def test_the_report_command_says_when_it_wrote_the_summary(tmp_path, capsys):

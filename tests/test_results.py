@@ -45,7 +45,7 @@ def outcome(check="reference", passed=True, max_abs=0.0):
 
 def item(writer, check="reference", target="cpu", examples_=(("explore", "pass", 0.0),), mode="m", case="{}"):
     nodeid = f"cases/t.py::test_op[{target}-uint8-{mode}-{check}]"
-    writer.item_started(base(target, mode), nodeid, check, {}, [])
+    writer.item_started(base(target, mode), nodeid, check, [])
     for n, (phase, verdict, max_abs) in enumerate(examples_):
         writer.example(phase, n, case, verdict, outcome(check, verdict == "pass", max_abs), "", None, None, None)
     writer.item_ended(base(target, mode), nodeid, check)

@@ -15,7 +15,8 @@ from conformance.cli import main as cli
 from conformance.report.build import build_report
 from conformance.report.table import format_table
 from conformance.spec.tolerances import Metrics, Tolerance
-from conformance.store.aggregate import summarize, write_summary
+from conformance.store.aggregate import SUMMARY_SCHEMA, read_summary, summarize, write_summary, write_summary_file
+from conformance.store.reader import LoadedIssues
 from conformance.store.records import RecordWriter
 
 NODE = "cases/test_resize.py::test_resize[{target}-uint8-bilinear-{check}]"
@@ -47,14 +48,14 @@ def write_store(run: Path, passing: int, *, complete=True, unfinished=None, ende
     ended; `ended=False`: the reference item itself never ended (a run stopped inside it)."""
     writer = RecordWriter(run, "main", lambda: ENVIRONMENT)
     nodeid = NODE.format(target="cpu", check="reference")
-    writer.item_started(base(), nodeid, "reference", {}, [])
+    writer.item_started(base(), nodeid, "reference", [])
     for n in range(passing):
         case = json.dumps({"op": "resize", "recipe": {"seed": n, "height": 8, "width": 8}, "params": {}})
         writer.example("explore", n, case, "pass", PASSED, "", None, None, None)
     if ended:
         writer.item_ended(base(), nodeid, "reference")
     if unfinished:
-        writer.item_started(base(), NODE.format(target="cpu", check=unfinished), unfinished, {}, [])
+        writer.item_started(base(), NODE.format(target="cpu", check=unfinished), unfinished, [])
     writer.store.examples.flush()
     writer.store._file.flush()
     if complete:
@@ -80,7 +81,7 @@ def test_summary_and_report_memory_does_not_grow_with_passing_examples(command, 
     run(small)  # imports and template compilation, outside the measurement
     small_peak, large_peak = _peak(run, small), _peak(run, large)
     assert large_peak < 2 * small_peak + 2**20, (small_peak, large_peak)  # was ~10x: the whole store in a list
-    summary = json.loads((large / "summary.json").read_text()) if command == "summary" else None
+    summary = read_summary(large) if command == "summary" else None
     if summary:
         assert summary["totals"] == {"pass": 10_000} and summary["groups"][0]["worst"]["max_abs"] == 0.5
 
@@ -123,7 +124,7 @@ def test_the_item_running_when_a_run_stopped_is_interrupted_not_passed(tmp_path,
     run = write_store(tmp_path / "cut", 4, complete=False, unfinished="placement")
     assert cli(["summary", str(run)]) == 0
     out = capsys.readouterr().out
-    summary = json.loads((run / "summary.json").read_text())
+    summary = read_summary(run)
     verdicts = {g["check"]: g["verdict"] for g in summary["groups"]}
     assert verdicts == {"reference": "pass", "placement": "interrupted"}  # begun, never finished
     assert summary["interrupted"] == [NODE.format(target="cpu", check="placement")]
@@ -225,3 +226,42 @@ def test_a_green_run_of_the_whole_suite_fits_on_one_screen():
     assert len(warned) == 8 and "on vcuda:0, vcuda:1" in warned[0] and "... and 20 more" in "\n".join(lines)
     failing = [dict(groups[0], verdict="fail", counts={"fail": 1, "pass": 99}), *groups[1:]]
     assert format_section(dict(summary, groups=failing))[0].startswith("1 item failed")
+
+
+def test_known_issue_entries_are_read_from_their_own_records_and_from_older_item_records():
+    """A journal names each entry by id once and holds it whole where it applied; one written before those records
+    embedded every entry in an item record: both give the same ids, entries and unused list."""
+    entry = {"id": "a", "link": "https://example.org/a", "reason": "why", "strict": False, "envelope": {}}
+    item = {"kind": "item", "nodeid": NODE.format(target="cpu", check="reference"), "known_issues_applied": ["a"]}
+    older = [item | {"known_issues_loaded": {"a": entry, "b": entry | {"id": "b"}}}]
+    newer = [{"kind": "known_issues", "loaded": ["a", "b"]}, {"kind": "known_issue", "entry": entry}, item]
+    for records in (older, newer):
+        found = LoadedIssues()
+        for record in records:
+            found.add(record)
+        assert found.ids == {"a", "b"} and found.entries["a"] == entry
+        assert summarize(records, ENVIRONMENT)["unused_known_issues"] == ["b"]
+
+
+def test_summary_json_names_each_variant_once_and_reads_back_as_the_groups(tmp_path):
+    """On disk a variant's fields are written once, its checks under it (a group per item repeated them: three
+    fifths of the stock suite's summary.json); every reader gets the flat groups, also from a file written flat."""
+    variant = {"machine": "", "family": "resize", "test": "test_resize", "op": "resize", "target": "cpu"}
+    variant |= {"virtual": False, "dtype": "uint8", "mode": "bilinear"}
+    worst = {"max_abs": 3.0, "atol": 1, "tolerance": "uint8", "mismatch_fraction": 0.1}
+    groups = [
+        variant | {"check": "error", "verdict": "pass", "examples": 5, "counts": {"pass": 5}, "worst": None},
+        variant | {"check": "reference", "verdict": "known_issue", "examples": 5, "counts": {"known_issue": 2}},
+    ]
+    groups[0]["known_issues"] = []
+    groups[1] |= {"counts": {"known_issue": 2, "pass": 3}, "worst": worst, "known_issues": ["k"]}
+    summary = summarize([], ENVIRONMENT) | {"groups": groups, "schema": SUMMARY_SCHEMA}
+    write_summary_file(tmp_path, summary)
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert "groups" not in written and [sorted(v["checks"]) for v in written["variants"]] == [["error", "reference"]]
+    assert written["variants"][0]["checks"]["error"] == {"verdict": "pass", "counts": {"pass": 5}}
+    assert read_summary(tmp_path) == summary
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "summary.json").write_text(json.dumps(summary | {"schema": "conformance.summary/2"}))
+    assert read_summary(flat)["groups"] == groups

@@ -1,7 +1,6 @@
 """--shard K/N splits a run by variant group, the same on every machine, and `merge` joins the shards into one
 column whose summary equals the unsharded run's, item by item and in totals (issue 39, item 5)."""
 
-import json
 import random
 import runpy
 import shutil
@@ -16,6 +15,7 @@ from synthetic_runs import write_run
 from conformance.engine import shards
 from conformance.engine.ordering import variant_group
 from conformance.report.merge import MergeError, merge_runs
+from conformance.store.aggregate import read_summary
 
 REPO = Path(__file__).resolve().parents[1]
 # One operation (normalize: four implementations sharing drawn cases), derandomised, on a real and a virtual target.
@@ -35,7 +35,7 @@ def run(reports: Path, name: str, *extra: str) -> dict:
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert (reports / name / "summary.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
-    return json.loads((reports / name / "summary.json").read_text())
+    return read_summary(reports / name)
 
 
 def items(summary: dict) -> dict[tuple, tuple]:
@@ -84,7 +84,7 @@ def test_three_shards_merged_equal_the_unsharded_run(tmp_path):
     done = merge(*(str(tmp_path / name) for name in ("s3", "s1", "s2")), "-o", str(tmp_path / "merged"))
     assert done.returncode == 0, done.stderr
     assert "3 of 3 shards merged into one column" in done.stdout
-    merged = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    merged = read_summary(tmp_path / "merged")
     assert items(merged) == items(whole)
     assert merged["totals"] == whole["totals"] and merged["complete"] is True
     assert len(merged["machines"]) == 1 and {g["machine"] for g in merged["groups"]} == set(merged["machines"])
@@ -97,7 +97,7 @@ def test_three_shards_merged_equal_the_unsharded_run(tmp_path):
     assert not (tmp_path / "partial").exists()
     done = merge(str(tmp_path / "s1"), str(tmp_path / "s3"), "-o", str(tmp_path / "partial"), "--allow-missing-shards")
     assert done.returncode == 0 and "shard(s) 2/3 missing" in done.stdout
-    partial = json.loads((tmp_path / "partial" / "summary.json").read_text())
+    partial = read_summary(tmp_path / "partial")
     assert partial["complete"] is False and next(iter(partial["shards"].values()))["missing"] == [2]
 
 
@@ -146,7 +146,7 @@ def test_a_shard_says_its_part_and_is_judged_on_the_whole_collection(pytester):
         result = pytester.runpytest_inprocess(*quick, "--tolerances=tolerances.toml", f"--shard={k}/2")
         result.assert_outcomes(passed=4, deselected=4)  # not a usage error: the rule's op is in the other shard
         assert f"conformance: shard {k}/2: 1 of 2 variant groups (4 of 8 items)" in result.stdout.str()
-        summary = json.loads((pytester.path / "reports" / "latest" / "summary.json").read_text())
+        summary = read_summary(pytester.path / "reports" / "latest")
         ran.append({g["op"] for g in summary["groups"]})
     assert ran == [{"good"}, {"other"}]
 
@@ -219,7 +219,7 @@ def sharded(run_dir: Path, index: int, op: str, outcomes: int, plan: str = "p1")
 def test_merge_refuses_shards_that_would_count_an_item_twice(tmp_path):
     one, two = sharded(tmp_path / "one", 1, "resize", 6), sharded(tmp_path / "two", 2, "flip", 7)
     index = merge_runs([one, two], tmp_path / "merged")
-    summary = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    summary = read_summary(tmp_path / "merged")
     assert len(summary["machines"]) == 1 and len({g["op"] for g in summary["groups"]}) == 2 and index.is_file()
     again = sharded(tmp_path / "again", 1, "flip", 8)  # shard 1 of the same run, twice
     with pytest.raises(MergeError, match="are both shard 1/2 of one run"):
@@ -235,5 +235,5 @@ def test_merge_refuses_shards_that_would_count_an_item_twice(tmp_path):
         merge_runs([one, other_plan], tmp_path / "plans")
     shutil.rmtree(tmp_path / "merged")
     merge_runs([one, two, tmp_path / "other-plan"], tmp_path / "merged", allow_missing_shards=True)
-    summary = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    summary = read_summary(tmp_path / "merged")
     assert len(summary["machines"]) == 2 and summary["complete"] is False

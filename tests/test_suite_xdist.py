@@ -1,11 +1,12 @@
 """The shipped suite gives the same summary with and without pytest-xdist."""
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conformance.store.aggregate import read_summary
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,7 +34,7 @@ def run_suite(tmp_path: Path, name: str, *extra: str) -> tuple[int, dict]:
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     summary_path = tmp_path / name / "summary.json"
     assert summary_path.is_file(), done.stdout + done.stderr
-    return done.returncode, json.loads(summary_path.read_text())
+    return done.returncode, read_summary(tmp_path / name)
 
 
 def without_peer_psnr(groups: list[dict]) -> list[dict]:

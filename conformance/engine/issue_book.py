@@ -35,6 +35,7 @@ class IssueBook:
         self._cells: dict[Cell, list[tuple[str, str]]] | None = None  # cell -> (nodeid, check) in run order
         self._strictness: dict[tuple[str, Cell], list[Any]] = {}  # (issue, cell) -> [cases in scope, reproduced]
         self._announced: set[str] = set()
+        self._described: set[str] = set()
 
     @property
     def explicit_files(self) -> tuple[Path, ...]:
@@ -62,9 +63,16 @@ class IssueBook:
         return found
 
     def first_seen(self, issues: list[ki.KnownIssue]) -> list[ki.KnownIssue]:
-        """Entries not yet written to this worker's records (each is written once)."""
+        """Entries whose id is not yet written to this worker's records (each is written once)."""
         new = [i for i in issues if i.id not in self._announced]
         self._announced.update(i.id for i in new)
+        return new
+
+    def first_applying(self, applicable: list[ki.KnownIssue]) -> list[ki.KnownIssue]:
+        """Entries applying to an item here for the first time: written whole once (an entry that applies to
+        nothing here needs only its id)."""
+        new = [i for i in applicable if i.id not in self._described]
+        self._described.update(i.id for i in new)
         return new
 
     def learn_order(self, nodeids: Iterable[str]) -> None:

@@ -5,6 +5,7 @@ implementations, the outputs a baseline keeps, and the operations themselves (on
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ class CaseRecorder:
         self.outputs = outputs  # each checked output, for baselines and `compare`
         self._operations: set[str] = set()
         self._worst_written: dict[tuple[str, str, str], tuple[float, str]] = {}  # (op, target, against) -> kept
-        self._known_arrays: set[tuple[str, str, str]] = set()  # (issue, op, target) whose arrays are kept
+        self._known_arrays: set[str] = set()  # the known issues whose arrays this process kept (one case each)
 
     def close(self) -> None:
         if self.outputs is not None:
@@ -43,17 +44,19 @@ class CaseRecorder:
             state.base = self.records.base(info.test, info.spec.name, state.target, info.dtype, info.mode)
         return state.base
 
-    def item_started(self, state: ItemState, loaded: list[ki.KnownIssue]) -> None:
+    def item_started(
+        self, state: ItemState, loaded: Sequence[ki.KnownIssue] = (), applying: Sequence[ki.KnownIssue] = ()
+    ) -> None:
+        """`loaded`: known-issue entries whose ids this process has not written yet; `applying`: those it has not
+        written whole yet, which apply to this item."""
         member = state.spec.member
         if member is not None and member.operation.name not in self._operations:
             self._operations.add(member.operation.name)
             self.records.operation(member.operation.describe())
+        if loaded or applying:
+            self.records.known_issues([i.id for i in loaded], [i.to_dict() for i in applying])
         state.tally = self.records.item_started(  # the item's one count, which its ledger reads
-            self.base(state),
-            state.nodeid,
-            state.check,
-            {i.id: i.to_dict() for i in loaded},
-            [i.id for i in state.applicable],
+            self.base(state), state.nodeid, state.check, [i.id for i in state.applicable]
         )
 
     def item_ended(self, state: ItemState, staleness: ki.Staleness, *, interrupted: bool) -> None:
@@ -106,10 +109,11 @@ class CaseRecorder:
     ) -> None:
         """One checked example: a row of the examples table; its arrays for the report where it failed (the final,
         shrunk example, or `standing`: a failure that is reported as it is, not shrunk) or is the first example of a
-        known issue on this op and target."""
+        known issue in this process (the report pictures one case of each; another one's rerun line or case JSON
+        reproduces it)."""
         artifact = None
         keep = (phase in (Phase.FINAL, Phase.REPLAY) or standing) and judged.unexpected
-        known = (judged.issue.id, state.spec.name, state.target.name) if judged.issue is not None else None
+        known = judged.issue.id if judged.issue is not None else None
         new_known = known is not None and known not in self._known_arrays and phase is Phase.EXPLORE
         if keep or new_known:
             kept = arrays(ctx)

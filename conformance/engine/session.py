@@ -134,7 +134,7 @@ class ConformanceRun:
         group = variant_group(info.nodeid, info.test, info.dtype, info.mode, spec)
         self.cache.begin_group(group)
         self.prefetch.enter_group(group)
-        self.recorder.item_started(state, self.issues.first_seen(issues))
+        self.recorder.item_started(state, self.issues.first_seen(issues), self.issues.first_applying(applicable))
         return None
 
     def end_item(self, passed: bool, interrupted: bool = False, raised: BaseException | None = None) -> ItemEnd:

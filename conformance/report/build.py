@@ -4,9 +4,10 @@ Its counts and verdicts are the run's summary.json as written (`report_summary`)
 whether the run was complete.  The store is read here only for what a summary does not hold: the worst cases
 a cell opens to, with their arrays, and the known-issue entries that describe them.
 
-The page is one file: index.html with its pictures embedded (PNG data URIs), no network needed to view it.
-Only failing and known-issue examples that kept arrays get pictures, so the report's
-size follows the failures, not the passing examples.
+The page needs no network: index.html holds the first screen (its script and styles inline), and what each
+family's cells open to, with the pictures as PNG data URIs, is a script file beside it in index_files/, loaded
+when a cell is opened (`page_files`).  Only failing and known-issue examples that kept arrays get pictures, so
+the report's size follows the failures, not the passing examples.
 """
 
 from __future__ import annotations
@@ -18,18 +19,18 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from conformance.report import crosslib, dashboard, markdown
+from conformance.report import crosslib, dashboard, markdown, page_files
 from conformance.report.charts import timing_charts
 from conformance.report.figures import detail_figures
 from conformance.report.heatmaps import heatmaps, shown_entries
 from conformance.report.history import previous_run, slowdowns
 from conformance.store import examples
 from conformance.store.aggregate import report_summary
-from conformance.store.reader import RunRecords
+from conformance.store.reader import LoadedIssues, RunRecords
 from conformance.store.repro_command import repro_line, rerun_id
 from conformance.store.tally import VERDICT_ORDER
 from conformance.store.timings import TimingsError, read
-from conformance.store.writer import json_safe, write_atomically
+from conformance.store.writer import write_atomically
 
 MAX_DETAILS = 200  # failure details with pictures; more are listed without them
 MAX_LISTED = 2000  # failure details kept at all; more are counted (memory stays bounded)
@@ -167,19 +168,19 @@ def _template_environment() -> Environment:
 
 
 def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, Any] | None = None) -> Path:
-    """Write run_dir/index.html (pictures embedded): the summary.json the run wrote (written first where the
-    run has none, see `report_summary`), and the worst cases from the store: the journal streamed (one record
-    per item), and of the examples table only the rows that did not pass.  A summary.json that cannot be shown
-    raises SummaryError (a StoreError) before anything is written."""
+    """Write run_dir/index.html and index_files/ (what its cells open to): the summary.json the run wrote (written
+    first where the run has none, see `report_summary`), and the worst cases from the store: the journal streamed
+    (one record per item), and of the examples table only the rows that did not pass.  A summary.json that cannot
+    be shown raises SummaryError (a StoreError) before anything is written."""
     summary = summary if summary is not None else report_summary(run_dir)  # a caller that read it already
     environments = _environments(run_dir)
     findings, worst = Findings(), crosslib.WorstRecords()
-    loaded: dict[str, Any] = {}
+    issues = LoadedIssues()
     for record in RunRecords(run_dir):
         findings.add(record)
         worst.add(record)
-        if record.get("kind") == "item":
-            loaded.update(record.get("known_issues_loaded") or {})
+        issues.add(record)
+    loaded = issues.entries
     findings.add_rows(run_dir, loaded)
     stale = run_dir / OLD_PICTURE_FOLDER  # pictures are in the pages now; an older report's folder goes
     if stale.is_symlink() or stale.is_file():  # (a link is removed, never followed)
@@ -196,6 +197,7 @@ def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, 
     previous = previous_run(run_dir)
     data = dashboard.page_data(summary, model, loaded, previous, slowdowns(run_dir, previous))
     data["details"] = case_details(findings.records(), cell_of, run_dir)
+    page, parts = page_files.split(data)
     html = (
         _template_environment()
         .get_template("index.html.j2")
@@ -209,9 +211,9 @@ def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, 
             findings=data["findings"],
             uncalibrated=data["uncalibrated"],
             uncalibrated_note=markdown.UNCALIBRATED_NOTE,
-            data_json=script_json(data),
+            data_json=page_files.script_json(page),
             dashboard_css=_asset("dashboard.css"),
-            dashboard_js=_asset("dashboard.js"),
+            dashboard_js="".join(_asset(name) for name in ("cells.js", "drill.js", "dashboard.js")),
             environments=environments,
             modules=module_behaviours(summary),
             warnings=warnings(summary),
@@ -221,6 +223,7 @@ def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, 
         )
     )
     write_atomically(run_dir / "summary.md", markdown.summary_markdown(title or run_dir.name, data, summary))
+    page_files.write(run_dir, parts)
     index = run_dir / "index.html"
     write_atomically(index, html)
     return index
@@ -270,11 +273,5 @@ def _environments(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _asset(name: str) -> str:
-    """The page's stylesheet or script, inlined (the report is one file that needs no network)."""
+    """The page's stylesheet or script, inlined (the page needs no network)."""
     return (Path(__file__).parent / "templates" / name).read_text(encoding="utf-8")
-
-
-def script_json(data: dict[str, Any]) -> str:
-    """JSON safe inside <script>: no character of the run's strings can close the element or open a comment."""
-    text = json.dumps(json_safe(data), separators=(",", ":"), allow_nan=False, default=str)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

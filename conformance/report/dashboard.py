@@ -1,21 +1,20 @@
 """The dashboard's data: a matrix (family > op > variant by target), what is new, and the known issues as
 findings, as one JSON-ready dict the page draws and the Markdown summary reads.
 
-A cell holds a verdict and at most one number (the cases that did not pass); its checks and worst cases
-are the drill-down.  Known issues are findings listed once with their counts, not repeated in cells.
+A cell holds a verdict and its counts per verdict, added up over its checks (the page shows the share that
+passes, known issues apart); its checks and worst cases are the drill-down, which the page loads when a cell is
+opened (`report/page_files.py`).  Known issues are findings listed once with their counts, not repeated in cells.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from conformance.spec.tolerances import is_uncalibrated
 from conformance.store.tally import VERDICT_ORDER
 
 NEW_VERDICTS = ("fail", "error", "interrupted", "resource")  # a cell in one of these is a new failure
-SHOWN_NUMBER = {"fail": ("fail", "error"), "error": ("fail", "error"), "known_issue": ("known_issue",)}
-SHOWN_NUMBER |= {"warning": ("warning",), "resource": ("resource",), "interrupted": ("interrupted",)}
 
 
 def rank(verdict: str) -> int:
@@ -61,7 +60,7 @@ def _check_row(group: dict[str, Any]) -> dict[str, Any]:
 
 def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[str, Any]:
     """Columns (machine, target) and rows (family, op, dtype, mode), each cell the worst verdict over its
-    checks, the count of cases behind that verdict, and the checks for the drill-down."""
+    checks, its counts per verdict over them (how much of it passes), and the checks for the drill-down."""
     described = {
         (env.get("machine_label", ""), t["name"]): t.get("description", "")
         for env in environments
@@ -77,8 +76,9 @@ def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[
         )
         columns[column]["device"] = described.get(column, "")
         key = (str(group.get("family", "")), str(group["op"]), str(group["dtype"]), str(group["mode"]))
-        cell = cells[key].setdefault(column, {"verdict": "pass", "checks": []})
+        cell = cells[key].setdefault(column, {"verdict": "pass", "counts": Counter(), "checks": []})
         cell["checks"].append(_check_row(group))
+        cell["counts"].update(group.get("counts", {}))
         if rank(group["verdict"]) < rank(cell["verdict"]):
             cell["verdict"] = group["verdict"]
     order = sorted(columns, key=lambda c: (c[0], columns[c]["virtual"], c[1]))
@@ -87,9 +87,7 @@ def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[
     for (family, op, dtype, mode), by_column in sorted(cells.items()):
         shown: dict[str, Any] = {}
         for column, cell in by_column.items():
-            counted = SHOWN_NUMBER.get(cell["verdict"], ())
-            number = sum(c["counts"].get(v, 0) for c in cell["checks"] for v in counted)
-            cell["number"] = number if number else None
+            cell["counts"] = dict(sorted(cell["counts"].items()))
             cell["checks"].sort(key=lambda c: (rank(c["verdict"]), c["check"]))
             shown[str(index[column])] = cell
         rows.append(

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from conformance.store.summary_file import unpack
 from conformance.store.timings import TimingsError, compare, read
 
 
@@ -15,7 +16,7 @@ def _summary(run_dir: Path) -> dict[str, Any] | None:
     if path.is_symlink() or not path.is_file():
         return None
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
+        found = unpack(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
     return found if isinstance(found, dict) and isinstance(found.get("groups"), list) else None

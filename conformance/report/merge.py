@@ -26,7 +26,7 @@ import pyarrow as pa
 from conformance.engine.shards import ShardRecord, ShardRecordError, read_record
 from conformance.report.build import build_report
 from conformance.store import examples
-from conformance.store.aggregate import write_summary
+from conformance.store.aggregate import write_summary, write_summary_file
 from conformance.store.reader import RunRecords, load_environment, was_complete
 from conformance.store.writer import json_safe, safe_name
 
@@ -197,7 +197,7 @@ def _merge_into(out: Path, made: list[Column]) -> None:
     summary["torn_lines"] = torn_total  # lines torn in the inputs (the merged files have none)
     if any(c.shards for c in made):
         summary["shards"] = {c.label: _shards(c) for c in made if c.shards}
-    (out / "summary.json").write_text(json.dumps(json_safe(summary), separators=(",", ":")), encoding="utf-8")
+    write_summary_file(out, summary)
     build_report(out, title="merged: " + ", ".join(c.label for c in made))
 
 

@@ -15,7 +15,7 @@ from conformance.report.build import build_report
 from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
 from conformance.store import compile_stats
-from conformance.store.aggregate import write_summary
+from conformance.store.aggregate import read_summary, write_summary
 from conformance.store.disk import full_disk
 from conformance.store.printable import printable
 from conformance.store.reader import ENDED
@@ -90,10 +90,9 @@ def write_section(
     report_path: Path | None,
     report_error: str | None,
 ) -> None:
-    summary_path = run_dir / "summary.json"
-    if not summary_path.is_file():
+    summary = read_summary(run_dir)
+    if summary is None:
         return
-    summary = json.loads(summary_path.read_text())
 
     def write(line: str, **markup: bool) -> None:  # a summary's lines hold words of the ops' (their warnings)
         terminalreporter.write_line(printable(line), **markup)
@@ -115,7 +114,7 @@ def write_section(
     compiled = compile_stats.line(compile_stats.read(run_dir))
     if compiled:
         write(compiled)
-    write(f"results: {summary_path}")
+    write(f"results: {run_dir / 'summary.json'}")
     nothing = checked_nothing(summary)
     if nothing:
         write(nothing, red=True, bold=True)

@@ -23,11 +23,12 @@ from typing import Any
 from conformance.devices.target_names import is_virtual_name
 from conformance.spec.item_ids import parse_item_id
 from conformance.store.examples import StoreError
-from conformance.store.reader import RunRecords, load_environment, was_complete
+from conformance.store.reader import LoadedIssues, RunRecords, load_environment, was_complete
+from conformance.store.summary_file import FLAT_SCHEMA, SCHEMA, pack, unpack
 from conformance.store.tally import COUNTED_PHASES, VERDICT_ORDER, Tally, family
-from conformance.store.writer import write_atomically
+from conformance.store.writer import json_safe, write_atomically
 
-SUMMARY_SCHEMA = "conformance.summary/2"
+SUMMARY_SCHEMA = SCHEMA  # written as `summary_file.pack` lays it out; read back flat
 
 GroupKey = tuple[str, str, str, str, bool, str, str, str]
 
@@ -37,7 +38,7 @@ class Summarizer:
 
     def __init__(self) -> None:
         self.groups: dict[GroupKey, Tally] = {}
-        self.loaded: dict[str, Any] = {}
+        self.loaded = LoadedIssues()
         self.used: set[str] = set()
         self.reproduced: set[str] = set()
         self.running: dict[tuple[str, str], dict[str, Any]] = {}  # per process: the item begun and not ended
@@ -71,8 +72,10 @@ class Summarizer:
             described = record.get("operation")
             if isinstance(described, dict) and isinstance(described.get("name"), str):
                 self.operations.setdefault(described["name"], described)
+        elif kind in ("known_issues", "known_issue"):
+            self.loaded.add(record)
         elif kind == "item":
-            self.loaded.update(record.get("known_issues_loaded", {}))
+            self.loaded.add(record)  # older journals embed the entries in item records
             self.used.update(record.get("known_issues_applied", []))
             self.running[stream] = record
         elif kind == "item_end":
@@ -165,7 +168,7 @@ class Summarizer:
             "environment": environment or {},
             "totals": dict(sorted(totals.items())),
             "groups": rows,
-            "unused_known_issues": sorted(set(self.loaded) - self.used),
+            "unused_known_issues": sorted(self.loaded.ids - self.used),
             "unreproduced_known_issues": sorted(self.used - self.reproduced),
         }
         if self.notes:
@@ -194,8 +197,14 @@ def write_summary(run_dir: Path, *, complete: bool) -> dict[str, Any]:
     for record in records:
         summarizer.add(record)
     summary = summarizer.summary(load_environment(run_dir), torn=records.torn, complete=complete)
-    write_atomically(run_dir / "summary.json", json.dumps(summary, sort_keys=True, separators=(",", ":")) + "\n")
+    write_summary_file(run_dir, summary)
     return summary
+
+
+def write_summary_file(run_dir: Path, summary: dict[str, Any]) -> None:
+    """run_dir/summary.json holding this summary (its groups as `pack` lays them out), written atomically."""
+    text = json.dumps(json_safe(pack(summary)), sort_keys=True, separators=(",", ":"))
+    write_atomically(run_dir / "summary.json", text + "\n")
 
 
 class SummaryError(StoreError):
@@ -228,7 +237,7 @@ def _unusable(found: Any) -> str | None:
     """Why a parsed summary.json cannot be shown (None: it can)."""
     if not isinstance(found, dict):
         return f"a JSON {type(found).__name__}, not an object"
-    if found.get("schema") != SUMMARY_SCHEMA:
+    if found.get("schema") not in (SUMMARY_SCHEMA, FLAT_SCHEMA):
         return f"schema {found.get('schema')!r}, this conformance writes {SUMMARY_SCHEMA!r}"
     wanted = FIELDS | {name: kind for name, kind in OPTIONAL_FIELDS.items() if name in found}
     wrong = [name for name, kind in wanted.items() if not isinstance(found.get(name), kind)]
@@ -258,7 +267,7 @@ def read_summary(run_dir: Path) -> dict[str, Any] | None:
     except OSError as exc:
         raise SummaryError(f"{path} cannot be read ({exc.strerror or exc})") from None
     try:
-        found = json.loads(text)
+        found = unpack(json.loads(text))
     except json.JSONDecodeError:
         return None
     if isinstance(found, dict) and "schema" not in found and set(found) <= {"complete"}:

@@ -18,6 +18,7 @@ from conformance.store import examples
 from conformance.store.examples import StoreError
 
 __all__ = [
+    "LoadedIssues",
     "RunRecords",
     "StoreError",
     "file_records",
@@ -86,25 +87,46 @@ class RunRecords:
                     yield record
 
 
+class LoadedIssues:
+    """The known-issue entries a run's journal names, fed its records (`add`): `ids`, every entry its processes
+    loaded, and `entries`, each that applied to an item, whole, by id (rows of the examples table name them by id).
+    Journals written before entries had records of their own embedded them in item records: read too."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.entries: dict[str, Any] = {}
+
+    def add(self, record: dict[str, Any]) -> None:
+        kind = record.get("kind")
+        if kind == "known_issues":
+            self.ids.update(str(i) for i in record.get("loaded") or ())
+        elif kind == "known_issue" and isinstance(record.get("entry"), dict) and "id" in record["entry"]:
+            self.entries[str(record["entry"]["id"])] = record["entry"]
+            self.ids.add(str(record["entry"]["id"]))
+        elif kind == "item" and isinstance(record.get("known_issues_loaded"), dict):
+            self.entries.update(record["known_issues_loaded"])
+            self.ids.update(record["known_issues_loaded"])
+
+
 def known_issue_entries(run_dir: Path) -> dict[str, Any]:
-    """Every known-issue entry the run's items loaded, by id (rows of the examples table name them by id)."""
-    found: dict[str, Any] = {}
+    """Every known-issue entry that applied to an item of the run, by id."""
+    found = LoadedIssues()
     for record in RunRecords(run_dir):
-        if record.get("kind") == "item":
-            found.update(record.get("known_issues_loaded") or {})
-    return found
+        found.add(record)
+    return found.entries
 
 
 def read_outcomes(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
     """Every record of a run in one list: the journal's, then one `outcome` record per row of the examples
     table (with its case, metrics, tolerance and known issue), and how many torn lines and batches were
     skipped: for tests and small runs (the summary and the report stream the journal instead)."""
-    records = RunRecords(run_dir)
+    records, issues = RunRecords(run_dir), LoadedIssues()
     found = list(records)
-    entries = {k: v for r in found if r.get("kind") == "item" for k, v in (r.get("known_issues_loaded") or {}).items()}
+    for record in found:
+        issues.add(record)
     table, torn = examples.read_table(run_dir)
     for batch in table.to_batches(max_chunksize=4096):
-        found.extend(examples.record(values, entries) for values in batch.to_pylist())
+        found.extend(examples.record(values, issues.entries) for values in batch.to_pylist())
     return found, records.torn + torn
 
 

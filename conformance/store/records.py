@@ -1,7 +1,10 @@
 """The records a run writes, one builder per kind, so their fields are defined in one place.
 
 Journal kinds (one JSON object per line in outcomes/<worker>.jsonl; docs/results.md):
-- item:     an item started: its fields, the known-issue entries it loaded and those that apply to it;
+- known_issues: ids of known-issue entries the process loaded, each once, with the first item that loads it;
+- known_issue: an entry whole, once per process, before the first item it applies to (older runs embedded
+            every entry loaded in the process's first item record);
+- item:     an item started: its fields and the known issues that apply to it;
 - item_end: the item finished: its tally (counts per verdict, the worst example, known issues seen,
             warnings, ...), known issues that did not reproduce in too few cases to call them fixed;
             an item started and not ended was interrupted;
@@ -63,22 +66,20 @@ class RecordWriter:
             "pid": os.getpid(),
         }
 
-    def item_started(
-        self, base: dict[str, Any], nodeid: str, check: str, loaded: dict[str, Any], applied: list[str]
-    ) -> Tally:
+    def known_issues(self, loaded: Sequence[str], applying: Sequence[dict[str, Any]]) -> None:
+        """Known-issue entries, each written once per process: the ids of those loaded (one record), and each entry
+        whole the first time it applies to an item (a record each): no record carries a whole file of them."""
+        if loaded:
+            self.store.append({"kind": "known_issues", "worker": self.worker, "loaded": list(loaded)})
+        for entry in applying:
+            self.store.append({"kind": "known_issue", "worker": self.worker, "entry": entry})
+
+    def item_started(self, base: dict[str, Any], nodeid: str, check: str, applied: list[str]) -> Tally:
         """Returns the item's tally, its one count: its ledger holds it and adds its known issues' scope."""
         self.tally = Tally()
         self.store.examples.begin_item(base | {"nodeid": nodeid, "check": check})
         self.store.append(
-            base
-            | {
-                "kind": "item",
-                "nodeid": nodeid,
-                "check": check,
-                "known_issues_loaded": loaded,
-                "known_issues_applied": applied,
-            },
-            flush=True,
+            base | {"kind": "item", "nodeid": nodeid, "check": check, "known_issues_applied": applied}, flush=True
         )
         return self.tally
 
