@@ -59,20 +59,29 @@ def judge(outcome: CheckOutcome, issues: list[KnownIssue], features: dict[str, o
         return Judgement("pass")
     if outcome.warning:
         return Judgement("warning")
-    first: KnownIssue | None = None
+    first: Cover | None = None
     for part in outcome.problems():  # a failure of several causes: each must be a known one
-        found, outside, held = _covering(outcome, part, issues, features)
-        if found is None:
-            return Judgement("error" if outcome.check == "error" else "fail", outside=outside, envelope=held)
-        first = first or found
-    assert first is not None
-    used = first.used(outcome.metrics, outcome.details, features) if outcome.measured else None
-    return Judgement("known_issue", first, envelope=None if used is None else EnvelopeUse(first.id, used))
+        cover = _covering(outcome, part, issues, features)
+        if cover.issue is None:
+            return Judgement(
+                "error" if outcome.check == "error" else "fail", outside=cover.outside, envelope=cover.held
+            )
+        first = first or cover
+    assert first is not None and first.issue is not None
+    return Judgement("known_issue", first.issue, envelope=first.held)
 
 
-def _covering(
-    outcome: CheckOutcome, part: Problem, issues: list[KnownIssue], features: dict[str, object]
-) -> tuple[KnownIssue | None, str, EnvelopeUse | None]:
+@dataclass(frozen=True)
+class Cover:
+    """What the entries in scope make of one problem: the first that explains it (None: none does) or why the first
+    in scope does not, and how much of the size bounds it was held to the failure used."""
+
+    issue: KnownIssue | None
+    outside: str = ""
+    held: EnvelopeUse | None = None
+
+
+def _covering(outcome: CheckOutcome, part: Problem, issues: list[KnownIssue], features: dict[str, object]) -> Cover:
     """The first entry that covers this problem (its message and its cause) within its envelope, or why an entry in
     scope does not (and how far outside the first broken envelope the failure is)."""
     outside, held = "", None
@@ -87,14 +96,14 @@ def _covering(
                 f"not {what} ({issue.link})"
             )
             continue
-        broken = issue.outside(outcome.metrics, outcome.details, features)
-        if not broken:
-            return issue, "", None
+        found = issue.held(outcome.metrics, outcome.details, features)
+        use = EnvelopeUse(issue.id, found.used) if measured and found.used is not None else None
+        if not found.broken:
+            return Cover(issue, held=use)
         if not outside:
-            outside = f"outside the envelope of known issue {issue.id}: {'; '.join(broken)} ({issue.link})"
-            used = issue.used(outcome.metrics, outcome.details, features)
-            held = None if used is None else EnvelopeUse(issue.id, used)
-    return None, outside, held
+            outside = f"outside the envelope of known issue {issue.id}: {'; '.join(found.broken)} ({issue.link})"
+            held = use
+    return Cover(None, outside, held)
 
 
 def failure_message(

@@ -55,6 +55,16 @@ class KnownIssuesError(ValueError):
 
 
 @dataclass(frozen=True)
+class Held:
+    """A failure held to an entry's size bounds: the bounds it breaks (empty: within the envelope) and the largest
+    ratio of a metric to its bound (1.0: at it; above: outside; None: no bound applies), what a calibration across
+    seeds reads to tell a bound from a measured maximum."""
+
+    broken: tuple[str, ...]
+    used: float | None
+
+
+@dataclass(frozen=True)
 class KnownIssue:
     id: str
     op: str
@@ -150,52 +160,44 @@ class KnownIssue:
             and (self.match is None or re.search(self.match, message) is not None)
         )
 
+    def held(
+        self, metrics: Any, details: dict[str, Any] | None = None, features: dict[str, object] | None = None
+    ) -> Held:
+        """A failure's metrics (or, for fidelity, its PSNRs) held to each size bound of the envelope: which it breaks
+        and how much of them it uses; `features`: the case's, by which `max_abs` scales."""
+        scale = self.scale(features or {}) if self.scale_by else 1.0
+        if isinstance(scale, str):
+            return Held((scale,), math.inf)
+        broken: list[str] = []
+        ratios: list[float] = []
+        if self.max_psnr_gap is not None and details and "psnr_vs_input" in details:
+            gap = float(details["reference_psnr_vs_input"] - details["psnr_vs_input"])
+            ratios.append(_ratio(gap, self.max_psnr_gap))
+            if gap > self.max_psnr_gap:
+                broken.append(f"{gap:.2f} dB below the reference's PSNR > {self.max_psnr_gap:g} dB")
+        if metrics is not None and self.max_abs is not None:
+            value, bound = float(metrics.max_abs), self.max_abs * scale
+            ratios.append(_ratio(value, bound))
+            if value > bound:
+                times = f" × {' × '.join(self.scale_by)} = {bound:g}" if self.scale_by else ""
+                broken.append(f"max abs diff {value:g} > {self.max_abs:g}{times}")
+        if metrics is not None and self.min_psnr is not None:
+            psnr = float(metrics.psnr)
+            ratios.append(_ratio(self.min_psnr, psnr))
+            if psnr < self.min_psnr:
+                broken.append(f"PSNR {psnr:.2f} dB < {self.min_psnr:g} dB")
+        if metrics is not None and self.max_mismatch_fraction is not None:
+            fraction = float(metrics.mismatch_fraction)
+            ratios.append(_ratio(fraction, self.max_mismatch_fraction))
+            if fraction > self.max_mismatch_fraction:
+                broken.append(f"{fraction:.2%} of elements beyond the tolerance > {self.max_mismatch_fraction:.2%}")
+        return Held(tuple(broken), max(ratios) if ratios else None)
+
     def outside(
         self, metrics: Any, details: dict[str, Any] | None = None, features: dict[str, object] | None = None
     ) -> list[str]:
-        """Which bounds of the envelope a failure's metrics (or, for fidelity, its PSNRs) break (empty: within it);
-        `features`: the case's, by which `max_abs` scales."""
-        broken = []
-        scale = self.scale(features or {}) if self.scale_by else 1.0
-        if isinstance(scale, str):
-            return [scale]
-        if self.max_psnr_gap is not None and details and "psnr_vs_input" in details:
-            gap = details["reference_psnr_vs_input"] - details["psnr_vs_input"]
-            if gap > self.max_psnr_gap:
-                broken.append(f"{gap:.2f} dB below the reference's PSNR > {self.max_psnr_gap:g} dB")
-        if metrics is not None and self.max_abs is not None and float(metrics.max_abs) > self.max_abs * scale:
-            times = f" × {' × '.join(self.scale_by)} = {self.max_abs * scale:g}" if self.scale_by else ""
-            broken.append(f"max abs diff {metrics.max_abs:g} > {self.max_abs:g}{times}")
-        if metrics is not None and self.min_psnr is not None and float(metrics.psnr) < self.min_psnr:
-            broken.append(f"PSNR {float(metrics.psnr):.2f} dB < {self.min_psnr:g} dB")
-        if (
-            metrics is not None
-            and self.max_mismatch_fraction is not None
-            and metrics.mismatch_fraction > self.max_mismatch_fraction
-        ):
-            broken.append(
-                f"{metrics.mismatch_fraction:.2%} of elements beyond the tolerance > {self.max_mismatch_fraction:.2%}"
-            )
-        return broken
-
-    def used(
-        self, metrics: Any, details: dict[str, Any] | None = None, features: dict[str, object] | None = None
-    ) -> float | None:
-        """How much of its size bounds a failure uses: the largest ratio of a metric to its bound (1.0: at the bound,
-        above: outside), what a calibration across seeds reads to tell a bound from a measured maximum; None where
-        it has no size bound the failure can be held to."""
-        scale = self.scale(features or {}) if self.scale_by else 1.0
-        ratios = []
-        if metrics is not None and self.max_abs is not None and isinstance(scale, float):
-            ratios.append(_ratio(float(metrics.max_abs), self.max_abs * scale))
-        if metrics is not None and self.max_mismatch_fraction is not None:
-            ratios.append(_ratio(float(metrics.mismatch_fraction), self.max_mismatch_fraction))
-        if metrics is not None and self.min_psnr is not None:
-            ratios.append(_ratio(self.min_psnr, float(metrics.psnr)))
-        if self.max_psnr_gap is not None and details and "psnr_vs_input" in details:
-            gap = details["reference_psnr_vs_input"] - details["psnr_vs_input"]
-            ratios.append(_ratio(float(gap), self.max_psnr_gap))
-        return max(ratios) if ratios else None
+        """Which bounds of the envelope a failure breaks (empty: within it)."""
+        return list(self.held(metrics, details, features).broken)
 
     def too_often(self, reproduced: int, in_scope: int) -> str | None:
         """Why `reproduced` of `in_scope` cases is more than the envelope's case fraction allows, or None."""
