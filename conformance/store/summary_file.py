@@ -9,6 +9,7 @@ consumer reads `summary["groups"]` as before; a file of schema /2 (flat groups) 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 SCHEMA = "conformance.summary/3"
@@ -16,9 +17,12 @@ FLAT_SCHEMA = "conformance.summary/2"  # groups written flat: still read
 VARIANT_FIELDS = ("machine", "family", "test", "op", "target", "virtual", "dtype", "mode")
 
 
+LEFT_OUT: dict[str, Any] = {"worst": None, "known_issues": []}  # a check's fields left out where they hold this
+
+
 def _left_out() -> dict[str, Any]:
-    """A check's fields left out where they hold this (a new dict each time: groups never share a list)."""
-    return {"worst": None, "known_issues": []}
+    """LEFT_OUT afresh, for a group read back (groups never share a list)."""
+    return {name: copy.copy(value) for name, value in LEFT_OUT.items()}
 
 
 def pack(summary: dict[str, Any]) -> dict[str, Any]:
@@ -30,7 +34,7 @@ def pack(summary: dict[str, Any]) -> dict[str, Any]:
         variant["checks"][group["check"]] = {
             name: value
             for name, value in group.items()
-            if name not in VARIANT_FIELDS and name not in ("check", "examples") and _left_out().get(name, ...) != value
+            if name not in VARIANT_FIELDS and name not in ("check", "examples") and LEFT_OUT.get(name, ...) != value
         }
     written = {name: value for name, value in summary.items() if name != "groups"}
     return written | {"schema": SCHEMA, "variants": list(variants.values())}
