@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.database import InMemoryExampleDatabase
 
+from conformance.engine.judgement import ConformanceFailure
 from conformance.spec.recipes import Case
 from conformance.store.cases import SavedCasesError, saved_cases
 from conformance.store.outputs import BaselineOutputs, OutputsError, outputs_folder, plans
@@ -129,7 +130,7 @@ class PlannedFailure:
     """A planned case (another target's draw) that failed on this item's target, and what draws it again in
     hypothesis, so that it can be shrunk (None: it was not drawn in this worker, e.g. a saved case)."""
 
-    failure: Exception  # the ConformanceFailure the planned case raised
+    failure: ConformanceFailure  # what the planned case raised
     case: Case
     choices: Choices | None
 
