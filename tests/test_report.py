@@ -75,7 +75,7 @@ def test_a_green_run_says_so_in_one_line(tmp_path):
     run = write_run(tmp_path / "run", outcomes=30, failures=0)
     data = page_data(build_report(run))
     assert data["new"] == [] and data["tone"] == "green"
-    assert data["headline"] == "No new failures: 1 cases in 1 known issues; 32 checked outcomes"
+    assert data["headline"] == "No new failures: 1 case in 1 known issue; 32 checked outcomes"
     assert "**No new failures:" in (run / "summary.md").read_text()
 
 
@@ -89,7 +89,7 @@ def test_the_summary_is_appended_where_github_shows_it(tmp_path, monkeypatch):
     report, error = finish_run_folder(run, interrupted=False)
     assert error is None and report is not None
     text = step_summary.read_text()
-    assert text.startswith("earlier step\n## conformance: run") and "**1 new failures;" in text
+    assert text.startswith("earlier step\n## conformance: run") and "**1 new failure;" in text
 
 
 def test_hostile_strings_are_escaped_in_the_page_and_harmless_in_file_names(tmp_path):

@@ -192,17 +192,25 @@ def uncalibrated(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"op": op, "dtypes": sorted(dtypes)} for op, dtypes in sorted(found.items())]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def headline(summary: dict[str, Any], new: list[dict[str, Any]], issues: list[dict[str, Any]]) -> str:
     """The first screen's one line."""
     totals = summary.get("totals", {})
     failures = sum(1 for n in new if n["kind"] == "failure")
     reproduced = sum(1 for i in issues if i["reproduced"])
-    known = f"{totals.get('known_issue', 0):,} cases in {reproduced} known issues" if reproduced else "no known issue"
-    checked = f"{sum(totals.values()):,} checked outcomes"
+    known = (
+        f"{_count(totals.get('known_issue', 0), 'case')} in {_count(reproduced, 'known issue')}"
+        if reproduced
+        else "no known issue"
+    )
+    checked = _count(sum(totals.values()), "checked outcome")
     if not summary.get("complete", True):
-        return f"Incomplete run: {failures} new failures so far; {known}; {checked}"
+        return f"Incomplete run: {_count(failures, 'new failure')} so far; {known}; {checked}"
     if failures:
-        return f"{failures} new failures; {known}; {checked}"
+        return f"{_count(failures, 'new failure')}; {known}; {checked}"
     others = len(new)
     extra = f"; {others} other changes below" if others else ""
     return f"No new failures: {known}; {checked}{extra}"
