@@ -41,8 +41,7 @@ def test_the_report_draws_the_written_summary_not_a_recount(tmp_path):
     index = build_report(run)
     data, html = page_data(index), index.read_text()
     assert (
-        data["headline"]
-        == "Incomplete run: 1 new failure so far; 54 cases in 1 known issue; 987,654 checked outcomes"
+        data["headline"] == "Incomplete run: 1 new failure so far; 54 cases in 1 known issue; 987,654 checked outcomes"
     )
     assert [n["text"] for n in data["new"]] == ["resize [uint8, bilinear] on vcuda:1: reference fail"]
     assert 'id="incomplete"' in html and "test_planted[cpu-uint8-m-reference]" in html
