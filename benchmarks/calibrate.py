@@ -81,7 +81,7 @@ class Cell:
                 if metrics is not None:
                     entry["max_abs"] = max(entry["max_abs"], float(metrics.max_abs))
                     entry["max_mismatch"] = max(entry["max_mismatch"], metrics.mismatch_fraction)
-                if issue.outside(metrics, outcome.details):
+                if issue.held(metrics, outcome.details).broken:
                     entry["outside"] += 1
         judged = judge(outcome, issues, features)
         if judged.unexpected:

@@ -192,8 +192,10 @@ def uncalibrated(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"op": op, "dtypes": sorted(dtypes)} for op, dtypes in sorted(found.items())]
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+def counted(count: int, word: str) -> str:
+    """`count` and the word, plural where the count is not one (entry: entries)."""
+    plural = word[:-1] + "ies" if word.endswith("y") else word + "s"
+    return f"{count:,} {word if count == 1 else plural}"
 
 
 def headline(summary: dict[str, Any], new: list[dict[str, Any]], issues: list[dict[str, Any]]) -> str:
@@ -202,15 +204,15 @@ def headline(summary: dict[str, Any], new: list[dict[str, Any]], issues: list[di
     failures = sum(1 for n in new if n["kind"] == "failure")
     reproduced = sum(1 for i in issues if i["reproduced"])
     known = (
-        f"{_count(totals.get('known_issue', 0), 'case')} in {_count(reproduced, 'known issue')}"
+        f"{counted(totals.get('known_issue', 0), 'case')} in {counted(reproduced, 'known issue')}"
         if reproduced
         else "no known issue"
     )
-    checked = _count(sum(totals.values()), "checked outcome")
+    checked = counted(sum(totals.values()), "checked outcome")
     if not summary.get("complete", True):
-        return f"Incomplete run: {_count(failures, 'new failure')} so far; {known}; {checked}"
+        return f"Incomplete run: {counted(failures, 'new failure')} so far; {known}; {checked}"
     if failures:
-        return f"{_count(failures, 'new failure')}; {known}; {checked}"
+        return f"{counted(failures, 'new failure')}; {known}; {checked}"
     others = len(new)
     extra = f"; {others} other changes below" if others else ""
     return f"No new failures: {known}; {checked}{extra}"

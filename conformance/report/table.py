@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from conformance.report.dashboard import uncalibrated
+from conformance.report.dashboard import counted, uncalibrated
 from conformance.spec.tolerances import is_uncalibrated
 from conformance.store.tally import VERDICT_ORDER
 
@@ -149,11 +149,6 @@ def format_modules(summary: dict[str, Any], *, broken_only: bool = False) -> lis
     ]
 
 
-def _plural(count: int, word: str) -> str:
-    plural = word[:-1] + "ies" if word.endswith("y") else word + "s"
-    return f"{count:,} {word if count == 1 else plural}"
-
-
 def _warning_lines(summary: dict[str, Any]) -> list[str]:
     """Warnings aggregated per op, check and cause: one line each with the targets, the case count and the
     first message (its details cut at " at "); the most frequent first, WARNING_LINES of them."""
@@ -197,13 +192,13 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
     )
     outcomes = sum(v for k, v in totals.items() if k != "interrupted")
     head = (
-        f"{_plural(len(bad), 'item')} failed, errored, ran out of memory or were interrupted"
+        f"{counted(len(bad), 'item')} failed, errored, ran out of memory or were interrupted"
         if bad
         else "no new failure"
     )
     if not summary.get("complete", True):  # stopped or crashed before its end: the verdict is about what ran
         head = f"incomplete run, {head}" + ("" if bad else " so far")
-    lines = [f"{head}: {_plural(len(groups), 'item')} ({counts}); {_plural(outcomes, 'checked outcome')}"]
+    lines = [f"{head}: {counted(len(groups), 'item')} ({counts}); {counted(outcomes, 'checked outcome')}"]
     if bad:
         rows = [r for r in _variant_rows(summary) if r[5].replace(" ", "_") in NEW]
         shown = rows[:LISTED_VARIANTS]
@@ -217,7 +212,7 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
     if known:
         hit = [g for g in groups if g["known_issues"]]
         lines.append(
-            f"known issues: {_plural(len(known), 'entry')} reproduced in {_plural(len(hit), 'item')} "
+            f"known issues: {counted(len(known), 'entry')} reproduced in {counted(len(hit), 'item')} "
             f"({totals.get('known_issue', 0):,} cases): the report's known-issue table"
         )
     unused = [] if selected else summary.get("unused_known_issues", [])
@@ -232,7 +227,7 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
     if notes:
         entries = sorted({n["issue"] for n in notes})
         lines.append(
-            f"notes: {_plural(len(entries), 'strict known issue')} did not reproduce in {len(notes)} cells, "
+            f"notes: {counted(len(entries), 'strict known issue')} did not reproduce in {len(notes)} cells, "
             f"with too few cases in scope to call them fixed ({', '.join(entries[:5])}"
             f"{', ...' if len(entries) > 5 else ''}): summary.json notes"
         )
@@ -249,7 +244,7 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
     warned = [g for g in groups if g["verdict"] == "warning"]
     if warned:
         lines.append(
-            f"warnings (a cost, not a wrong answer; never fail the gate): {_plural(len(warned), 'item')}, "
+            f"warnings (a cost, not a wrong answer; never fail the gate): {counted(len(warned), 'item')}, "
             f"{totals.get('warning', 0):,} cases; per op, cause and targets:"
         )
         lines += _warning_lines(summary)

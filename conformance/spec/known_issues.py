@@ -167,7 +167,7 @@ class KnownIssue:
         and how much of them it uses; `features`: the case's, by which `max_abs` scales."""
         scale = self.scale(features or {}) if self.scale_by else 1.0
         if isinstance(scale, str):
-            return Held((scale,), math.inf)
+            return Held((scale,), None)  # no bound can be applied: nothing used
         broken: list[str] = []
         ratios: list[float] = []
         if self.max_psnr_gap is not None and details and "psnr_vs_input" in details:
@@ -192,12 +192,6 @@ class KnownIssue:
             if fraction > self.max_mismatch_fraction:
                 broken.append(f"{fraction:.2%} of elements beyond the tolerance > {self.max_mismatch_fraction:.2%}")
         return Held(tuple(broken), max(ratios) if ratios else None)
-
-    def outside(
-        self, metrics: Any, details: dict[str, Any] | None = None, features: dict[str, object] | None = None
-    ) -> list[str]:
-        """Which bounds of the envelope a failure breaks (empty: within it)."""
-        return list(self.held(metrics, details, features).broken)
 
     def too_often(self, reproduced: int, in_scope: int) -> str | None:
         """Why `reproduced` of `in_scope` cases is more than the envelope's case fraction allows, or None."""
