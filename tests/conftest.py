@@ -5,6 +5,11 @@ here use them, so a visible GPU would change what these tests see.  CUDA reads
 CUDA_VISIBLE_DEVICES when it first initialises (after this file runs: torch does not initialise
 CUDA on import, and nothing asks for devices before the plugin's pytest_configure), so hiding the
 GPUs here is enough; pytester subprocess runs inherit it.  CONFORMANCE_TESTS_USE_GPU=1 keeps them.
+
+CI=true changes what a pytester run prints (pytest writes each failure's whole message again in its short
+summary; hypothesis loads its own ci settings), and these tests read that text, so they run as on a
+developer's machine wherever they run: CI and GITHUB_STEP_SUMMARY are removed here, and a test about CI
+behaviour sets them itself (monkeypatch).
 """
 
 import os
@@ -13,6 +18,8 @@ import pytest
 
 if os.environ.get("CONFORMANCE_TESTS_USE_GPU") != "1":
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
+for _ci_variable in ("CI", "GITHUB_STEP_SUMMARY"):
+    os.environ.pop(_ci_variable, None)
 
 pytest_plugins = ["pytester"]
 
