@@ -295,10 +295,11 @@ TOLERANCES = [
     ),
     Rule(
         Tolerance(
-            "uint16-rounding",
-            atol=1,
-            reason="one level from round(reference): float32 interpolation (24 bits) of values up to 65535 may round "
-            "a value within ~4e-3 of a half level the other way; measured max 1",
+            "uint16-float32-positions",
+            atol=3,
+            reason="one level from round(reference), plus the float32 positions' error (3e-5 pixels, as "
+            "float32-coordinates says) times a slope of up to 65535 levels a pixel (0 beside 65535 in extremes "
+            "content): 1.97 levels; measured max 1 over 150 cases, 2 in dev seed 9 (a 43x22 extremes image)",
         ),
         dtype="uint16",
     ),
