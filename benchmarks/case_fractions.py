@@ -46,10 +46,6 @@ def wilson(explained: int, cases: int, z: float = Z, upper: bool = False) -> flo
     return min(1.0, max(0.0, (centre + (spread if upper else -spread)) / (1 + z * z / cases)))
 
 
-def wilson_lower(explained: int, cases: int) -> float:
-    return wilson(explained, cases)
-
-
 def cells(runs: list[Path]) -> dict[str, dict[tuple, list[int]]]:
     """issue -> (run, op, target, dtype, mode) -> [cases in scope, cases explained] (the largest over checks)."""
     found: dict[str, dict[tuple, list[int]]] = defaultdict(dict)
@@ -103,7 +99,7 @@ def main() -> None:
         for (_, *cell), (in_scope, explained) in by_cell.items():
             pooled[tuple(cell)][0] += in_scope
             pooled[tuple(cell)][1] += explained
-        judged = [(wilson_lower(e, n), n, e, cell) for cell, (n, e) in pooled.items() if n >= MIN_CASES]
+        judged = [(wilson(e, n), n, e, cell) for cell, (n, e) in pooled.items() if n >= MIN_CASES]
         if not judged:
             print(f"{issue}: no cell with {MIN_CASES} cases in scope ({sum(n for n, _ in pooled.values())} in all)")
             continue
