@@ -95,6 +95,14 @@ def test_every_entry_needs_an_envelope(tmp_path):
     assert load(write(tmp_path, errors_only))[0].match == "differ"  # about an error: the message is its envelope
     with pytest.raises(KnownIssuesError, match="needs an envelope: 'match'"):
         load(write(tmp_path, errors_only.replace('match = "differ"\n', "")))
+    unmeasured = bare.replace('match = "differ"\n', 'match = "differ"\ncauses = ["cpu raised, both diverges"]\n')
+    (issue,) = load(write(tmp_path, unmeasured))  # a value check's failure with no size: its message bounds it
+    assert issue.names_cause("cpu raised, both diverges", measured=False)
+    assert not issue.names_cause("values", measured=True)  # a measured difference stays outside it
+    with pytest.raises(KnownIssuesError, match="needs an envelope: 'match'"):
+        load(write(tmp_path, unmeasured.replace('match = "differ"\n', "")))
+    with pytest.raises(KnownIssuesError, match="needs an envelope: max_abs"):
+        load(write(tmp_path, unmeasured.replace('"cpu raised, both diverges"', '"values", "cpu raised*"')))
 
 
 def test_version_ranges_gate_entries(tmp_path):

@@ -15,7 +15,9 @@ File format (TOML), one `[[issue]]` table per entry:
     causes = ["values", "raises"]               # which causes: "values" (a measured difference) and globs over
                                                 # the causes of failures with no size ("raises", "shape", "dtype",
                                                 # an error's class); default: "values" where a size bound is
-                                                # given (a raise has no size), else any
+                                                # given (a raise has no size), else any; an entry about a
+                                                # value check that names only causes without a size is
+                                                # enveloped by `match` instead of a bound
     max_abs = 44                                # largest |difference| it explains (the check's max abs diff)
     scale_by = ["value_span"]                   # case features (numbers) multiplying max_abs: the bound of a
                                                 # divergence that grows with the content's range, the side, ...
@@ -39,7 +41,7 @@ from typing import cast
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from conformance.spec.known_issues import BOUNDS, KnownIssue, KnownIssuesError
+from conformance.spec.known_issues import BOUNDS, MEASURED, KnownIssue, KnownIssuesError
 from conformance.spec.tables import check_fields, read_entries
 
 _LIST_FIELDS = ("targets", "dtypes", "modes", "checks", "causes", "scale_by")
@@ -131,7 +133,11 @@ def _require_envelope(raw: dict, values: dict[str, object], where: str, value_ch
     bounded = any(name in values for name in BOUNDS)
     checks = cast("tuple[str, ...]", values.get("checks", ("*",)))
     about_values = any(fnmatch.fnmatchcase(check, pattern) for check in value_checks for pattern in checks)
-    if about_values and not bounded:
+    # A value check's failure without a size (the cpu raised, so nothing was measured) is enveloped by its
+    # message, as an error check's is: an entry naming only such causes needs `match`, not a size bound.
+    causes = cast("tuple[str, ...]", values.get("causes", ()))
+    unmeasured_only = bool(causes) and MEASURED not in causes and "*" not in causes
+    if about_values and not bounded and not unmeasured_only:
         raise KnownIssuesError(
             f"{where}: entry {raw['id']!r} needs an envelope: max_abs, max_mismatch_fraction or "
             f"max_case_fraction (how far off, how often; max_psnr_gap, min_psnr for PSNR-judged "
