@@ -295,14 +295,24 @@ def crop_box(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     return {"top": top, "left": left, "height": height, "width": width}
 
 
+def _returned(side: int, start: int, end: int) -> int:
+    """The side torchvision's crop returns for a window [start, end) of a side: the slice it takes (a negative end
+    counted from the far edge, as Python does) and the padding it adds (crop_image, v1 and v2 alike)."""
+    kept = len(range(side)[max(start, 0) : end])
+    return kept + max(min(end, 0) - start, 0) + max(end - max(side, start), 0)
+
+
 def crop_features(case: Case) -> dict[str, Any]:
     """ends_before_image: the window ends before the image's first row or column but less than a side
     before it (a negative slice end that Python counts from the far edge); outside: some of the window is
-    off the image (torchvision pads it); misses_image: none of it is on the image (all fill)."""
+    off the image (torchvision pads it); misses_image: none of it is on the image (all fill).  Whether the
+    layout can be seen is judged on the size torchvision returns, which differs from the window's where it
+    ends before the image (vision-crop-window-ending-before-the-image; dev seed 11: a 1x1 window of a 3x1 image
+    came back 3x1, and its layout with it)."""
     p, rows, cols = case.params, case.recipe.height, case.recipe.width
     bottom, right = p["top"] + p["height"], p["left"] + p["width"]
     return {
-        **layout_features(case, p["height"], p["width"]),
+        **layout_features(case, _returned(rows, p["top"], bottom), _returned(cols, p["left"], right)),
         "ends_before_image": -rows < bottom < 0 or -cols < right < 0,
         "outside": p["top"] < 0 or p["left"] < 0 or bottom > rows or right > cols,
         "misses_image": bottom <= 0 or right <= 0 or p["top"] >= rows or p["left"] >= cols,
