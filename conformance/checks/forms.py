@@ -61,8 +61,11 @@ def _values(run: OpRun) -> np.ndarray | None:
     return to_float64(host_tensor(run.output)) if run.error is None and holds_values(run.output) else None
 
 
-def _differs(ctx: CaseContext, check: str, mine: OpRun, theirs: OpRun, against: str) -> CheckOutcome | None:
-    """How two runs of one input disagree (their errors' classes, their dtypes or their values), or None."""
+def differs(
+    ctx: CaseContext, check: str, mine: OpRun, theirs: OpRun, against: str, default: Tolerance = IDENTICAL
+) -> CheckOutcome | None:
+    """How two runs of one input disagree (their errors' classes, their dtypes or their values), or None; values
+    under the spec's rule for the check, else `default`."""
     if (mine.error is None) != (theirs.error is None):
         raising, other = (mine, "this one") if mine.error is not None else (theirs, against)
         return CheckOutcome(check, False, f"{other} raises {raising.error} where the other returns", cause="raises")
@@ -76,11 +79,11 @@ def _differs(ctx: CaseContext, check: str, mine: OpRun, theirs: OpRun, against: 
     a, b = _values(mine), _values(theirs)
     if a is None or b is None:
         return None if (a is None) == (b is None) else CheckOutcome(check, False, f"{against} returns no tensor")
-    found = compare_check(check, a, b, _declared(ctx, check) or IDENTICAL, ctx.output_dtype, against)
+    found = compare_check(check, a, b, _declared(ctx, check) or default, ctx.output_dtype, against)
     return None if found.passed else found
 
 
-def _usable(run: OpRun) -> bool:
+def usable(run: OpRun) -> bool:
     return run.not_run is None and run.resource is None
 
 
@@ -100,10 +103,10 @@ def check_module(ctx: CaseContext) -> CheckOutcome | None:
     counterpart = ctx.spec.counterpart
     assert counterpart is not None
     other = _counterpart_run(ctx)
-    if not _usable(ctx.run) or not _usable(other):
+    if not usable(ctx.run) or not usable(other):
         return None
     mine, theirs = ("the module", "the function") if ctx.spec.module is not None else ("the function", "the module")
-    found = _differs(ctx, "module", ctx.run, other, f"{theirs} {counterpart.name}")
+    found = differs(ctx, "module", ctx.run, other, f"{theirs} {counterpart.name}")
     if found is None:
         return CheckOutcome("module", True, against=counterpart.name)
     found.message = f"{mine} and {theirs} {counterpart.name}, same params: {found.message}"
@@ -154,7 +157,7 @@ def check_history(ctx: CaseContext) -> CheckOutcome | None:
     form = ctx.spec.module_form()
     assert form is not None
     fresh_last = ctx.run if ctx.spec.module is not None else _counterpart_run(ctx)
-    if ctx.case.recipe.empty or not _usable(fresh_last) or fresh_last.error is not None:
+    if ctx.case.recipe.empty or not usable(fresh_last) or fresh_last.error is not None:
         return None  # no output of a fresh instance to hold the reused one to (the error item carries a raise)
     variant = (ctx.spec.name, ctx.case.recipe.dtype, ctx.mode, ctx.target.name)
     if _checked.get(variant, 0) >= HISTORY_CASES:
@@ -171,13 +174,13 @@ def check_history(ctx: CaseContext) -> CheckOutcome | None:
             continue
         fresh = run_op(form, image.on(ctx.target), case, ctx.target, sampled, timeout_s=ctx.timeout_s)
         again = run_op(reused, image.on(ctx.target), case, ctx.target, sampled, timeout_s=ctx.timeout_s)
-        if not (_usable(fresh) and _usable(again)):
+        if not (usable(fresh) and usable(again)):
             continue
-        sequence.append((label, _differs(ctx, "history", again, fresh, "a fresh instance")))
+        sequence.append((label, differs(ctx, "history", again, fresh, "a fresh instance")))
     last = run_op(reused, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s)
-    if not _usable(last):
+    if not usable(last):
         return None
-    sequence.append(("this case", _differs(ctx, "history", last, fresh_last, "a fresh instance")))
+    sequence.append(("this case", differs(ctx, "history", last, fresh_last, "a fresh instance")))
     details = {"sequence": [{"input": label, "same": found is None} for label, found in sequence]}
     broken = [(label, found) for label, found in sequence if found is not None]
     if not broken:
@@ -193,7 +196,7 @@ def _has_module_form(spec: OpSpec) -> bool:
     return spec.module is not None or (spec.counterpart is not None and spec.counterpart.module is not None)
 
 
-def _in_process_eager(spec: OpSpec, target: Target, mode: str) -> bool:
+def in_process_eager(spec: OpSpec, target: Target, mode: str) -> bool:
     """Eager calls on the target in this process (a compiled target compiles per op: its forms are eager's)."""
     return not target.compiled and valid_inputs(spec, target, mode)
 
@@ -204,7 +207,7 @@ register(
         67,
         "form",
         "the op's other form in its library (module class or function) with the same params gives the same output",
-        lambda spec, target, mode: spec.counterpart is not None and _in_process_eager(spec, target, mode),
+        lambda spec, target, mode: spec.counterpart is not None and in_process_eager(spec, target, mode),
         check_module,
         judges_values=True,
         unmet=lambda spec: spec.counterpart.unmet() if spec.counterpart is not None else None,
@@ -217,7 +220,7 @@ register(
         "fresh instance",
         "one module instance called on inputs of other sizes, batch sizes and dtypes, then on the case: each call "
         "gives what a fresh instance gives",
-        lambda spec, target, mode: _has_module_form(spec) and _in_process_eager(spec, target, mode),
+        lambda spec, target, mode: _has_module_form(spec) and in_process_eager(spec, target, mode),
         check_history,
         judges_values=True,
         unmet=lambda spec: spec.counterpart.unmet() if spec.module is None and spec.counterpart is not None else None,

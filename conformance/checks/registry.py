@@ -77,6 +77,7 @@ class Check:
     reads_peers: bool = False  # reads the cross-library measurement (`ctx.peers`), which the engine fills in first
     variant: Callable[[OpSpec, str, str], bool] | None = None  # (spec, dtype, mode): only these variants
     unmet: Callable[[OpSpec], str | None] | None = None  # why its items skip for an op (a name it needs is missing)
+    nothing: str = ""  # why an item of it may have checked none of its cases, where the op raised in none
 
     @property
     def needs_values(self) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance.checks.registry import REGISTRY
 from conformance.devices.targets import Target
 from conformance.engine.case_sources import is_final_example
 from conformance.engine.issue_book import unknown_where_keys
@@ -171,9 +172,16 @@ def verdict(state: ItemState, staleness: ki.Staleness) -> ItemEnd:
         hit = [i for i in state.applicable if i.id in state.reproduced]
         return ItemEnd(xfail="; ".join(f"known issue {i.id}: {i.reason} ({i.link})" for i in hit), warnings=shown)
     if state.examples and not state.checked:
+        declared = REGISTRY.get(state.check)
+        why = (
+            declared.nothing
+            if declared is not None and declared.nothing
+            else (
+                "the op raised in each: see the item of the check that failed; or none had what it compares, e.g. a "
+                "batch of two"
+            )
+        )
         return ItemEnd(
-            skip=f"the {state.check} check applied to none of the {state.examples} cases (the op raised in "
-            f"each: see the item of the check that failed; or none had what it compares, e.g. a batch of two)",
-            warnings=shown,
+            skip=f"the {state.check} check applied to none of the {state.examples} cases ({why})", warnings=shown
         )
     return ItemEnd(warnings=shown)
