@@ -12,6 +12,8 @@
   pil             a function that takes PIL images: one image as a PIL image, against the reference
   module          the op's other form in its library (module class or function) gives the identical output
   history         one module instance, after three earlier inputs, gives what a fresh instance gives
+  types           each argument of the library callable the op enters, in every other type its signature accepts,
+                  gives the same output
   unmoved         a module left on the cpu keeps its promise with a device input
   sampling        a random module's own sampler on the target
   constant_upload constants copied to the device on every call (a warning)

@@ -47,7 +47,7 @@ _checked: dict[tuple[str, str, str, str], int] = {}
 OTHER_DTYPE = {"float32": "float64", "float64": "float32", "uint8": "float32", "float16": "float32"}
 
 
-def _declared(ctx: CaseContext, check: str) -> Tolerance | None:
+def declared(ctx: CaseContext, check: str) -> Tolerance | None:
     """A rule the spec scopes to this check by name (never a catch-all rule: the default is identical outputs)."""
     recipe = ctx.case.recipe
     for rule in ctx.spec.tolerances:
@@ -79,7 +79,7 @@ def differs(
     a, b = _values(mine), _values(theirs)
     if a is None or b is None:
         return None if (a is None) == (b is None) else CheckOutcome(check, False, f"{against} returns no tensor")
-    found = compare_check(check, a, b, _declared(ctx, check) or default, ctx.output_dtype, against)
+    found = compare_check(check, a, b, declared(ctx, check) or default, ctx.output_dtype, against)
     return None if found.passed else found
 
 

@@ -1,0 +1,73 @@
+"""The `unbatched` relation: an unbatched `(C, H, W)` image gives what a batch of one gives.
+
+Libraries take `(*, C, H, W)` and reach an unbatched image through a path of its own (an unsqueeze and a squeeze, a
+`keepdim`, a branch on `ndim`); a statistic over the wrong dimension or a parameter broadcast along the wrong one
+shows there only.  Each unbatched case is run once more as a batch of one, and each batch of one once more
+unbatched, on the same target with the same (replayed or seeded) parameters, and the two outputs must hold the same
+values: the batch's one sample against the
+unbatched output, or against its one sample where the library gives a batch of one back for an unbatched image
+(kornia's augmentations without `keepdim`).  Values under the spec's rule scoped to `unbatched`, else its
+`cross_device` tolerance (another batch size may sum in another order).  Where the batch of one is refused while
+the unbatched image is taken, there is nothing to compare: the op documents one of the two shapes.
+"""
+
+from __future__ import annotations
+
+from conformance.checks.context import CaseContext
+from conformance.checks.forms import declared, in_process_eager, usable
+from conformance.checks.registry import Check, CheckOutcome, compare_check, register
+from conformance.devices.calls import run_op
+from conformance.devices.virtual.tensor import holds_values, host_tensor
+from conformance.spec.recipes import to_float64
+
+# Cases of a variant checked on a target, per process (as the types and history checks)
+UNBATCHED_CASES = 10
+_checked: dict[tuple[str, str, str, str], int] = {}
+
+
+def check_unbatched(ctx: CaseContext) -> CheckOutcome | None:
+    batch = ctx.case.recipe.batch
+    if batch not in ((), (1,)) or ctx.case.recipe.empty or ctx.output64 is None:
+        return None  # a batch of several, or the op raised (the error check's) or returned no values
+    variant = (ctx.spec.name, ctx.case.recipe.dtype, ctx.mode, ctx.target.name)
+    if _checked.get(variant, 0) >= UNBATCHED_CASES:
+        return None
+    _checked[variant] = _checked.get(variant, 0) + 1
+    image = ctx.source.on(ctx.target)
+    other = run_op(
+        ctx.spec, image[0] if batch else image.unsqueeze(0), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s
+    )
+    if not usable(other) or other.error is not None or not holds_values(other.output):
+        return None  # the other shape is refused where this one is taken: the op documents one of them
+    plain_dtype = ctx.run.output.dtype
+    if other.output.dtype != plain_dtype:
+        shape = "an unbatched image" if batch else "a batch of one"
+        said = f"as {shape} it returns {other.output.dtype}, not {plain_dtype}"
+        return CheckOutcome("unbatched", False, said, cause="dtype")
+    other64 = to_float64(host_tensor(other.output))
+    batched, unbatched = (ctx.output64, other64) if batch else (other64, ctx.output64)
+    if batched.shape[:1] != (1,):
+        return CheckOutcome("unbatched", False, f"a batch of one gave {batched.shape[0]} outputs", cause="batch size")
+    unbatched = unbatched[0] if unbatched.shape == batched.shape else unbatched  # a batch of one back (kornia)
+    tolerance = declared(ctx, "unbatched") or ctx.tolerance("cross_device")
+    found = compare_check("unbatched", batched[0], unbatched, tolerance, ctx.output_dtype, "the unbatched image's")
+    if not found.passed:
+        found.message = "the image as a batch of one, against it unbatched: " + found.message
+    return found
+
+
+register(
+    Check(
+        "unbatched",
+        64,
+        "unbatched image",
+        "an unbatched (C, H, W) image and the same image as a batch of one give the same output",
+        lambda spec, target, mode: (
+            in_process_eager(spec, target, mode) and not spec.host_only and spec.read_output is None
+        ),
+        check_unbatched,
+        judges_values=True,
+        nothing="no case drew an unbatched image or a batch of one, or the op raised in each or refused the other "
+        f"shape, or {UNBATCHED_CASES} cases of the variant were checked on this target already",
+    )
+)
