@@ -10,6 +10,10 @@ CI=true changes what a pytester run prints (pytest writes each failure's whole m
 summary; hypothesis loads its own ci settings), and these tests read that text, so they run as on a
 developer's machine wherever they run: CI and GITHUB_STEP_SUMMARY are removed here, and a test about CI
 behaviour sets them itself (monkeypatch).
+
+The relation checks (--relations: types, unbatched) add items to every op that reaches a library callable or draws
+an unbatched image; the tests of other mechanics count the items of their planted ops, so every run here is made
+without them (CONFORMANCE_RELATIONS=none), and a relation's own tests turn them on (monkeypatch).
 """
 
 import os
@@ -20,6 +24,7 @@ if os.environ.get("CONFORMANCE_TESTS_USE_GPU") != "1":
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
 for _ci_variable in ("CI", "GITHUB_STEP_SUMMARY"):
     os.environ.pop(_ci_variable, None)
+os.environ["CONFORMANCE_RELATIONS"] = "none"
 
 pytest_plugins = ["pytester"]
 

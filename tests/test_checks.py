@@ -28,7 +28,7 @@ def run(call, dtype="uint8", layout="contiguous", size=(11, 30)):
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
 def test_correct_op_passes_every_check(dtype, layout):
     outcomes, result = run(good_resize, dtype, layout)
-    assert set(outcomes) == {"error", "placement", "invariants", "reference", "types"}
+    assert set(outcomes) == {"error", "placement", "invariants", "reference"}
     assert not result.failures, [o.message for o in result.failures]
 
 

@@ -1,9 +1,9 @@
 """The `types` relation: what a library callable accepts is read from its signature and docstring, the same value is
 given in each other accepted encoding where the op's call enters the callable, and a path that differs fails.
 
-The plant is kornia's own adjust_brightness_accumulative (the suite's adjust_brightness_kornia) with a tensor path that applies the factor twice: the stock suite before
-the relation (floats only, as every case passes them) passes it, every item of adjust_brightness_kornia; the
-relation's items fail it, and pass the real library.
+The plant is kornia's own adjust_brightness_accumulative (the suite's adjust_brightness_kornia) with a tensor path
+that applies the factor twice: the stock suite before the relation (floats only, as every case passes them) passed
+it, every item of adjust_brightness_kornia; the relation's items fail it, and pass the real library.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ kornia.enhance.adjust_brightness_accumulative = namespace["adjust_brightness_acc
 '''
 
 
-def test_a_tensor_path_that_differs_fails_the_stock_suite_and_the_real_library_passes(pytester):
+def test_a_tensor_path_that_differs_fails_the_stock_suite_and_the_real_library_passes(pytester, monkeypatch):
+    monkeypatch.setenv("CONFORMANCE_RELATIONS", "all")
     failed = control_then_plant(
         pytester,
         "tensor-factor-applied-twice",
@@ -168,3 +169,22 @@ def test_private_helpers_and_methods_are_passed_through_and_a_constructor_is_its
     with recording(entries):
         namespace["public"](1)
     assert entries == []
+
+
+def test_relations_are_items_by_default_and_the_option_picks_them_or_refuses_a_typo(pytester, monkeypatch):
+    from case_modules import copy_cases
+
+    copy_cases(pytester.path / "cases", "test_normalize.py")
+    monkeypatch.delenv("CONFORMANCE_RELATIONS")
+
+    def checks(*args: str) -> set[str]:
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--targets=cpu", "cases", "--co", "-q", *args)
+        return {line.rsplit("-", 1)[1].rstrip("]") for line in result.stdout.lines if line.startswith("cases/")}
+
+    assert {"types", "unbatched"} <= checks()  # the default: every relation
+    assert not {"types", "unbatched"} & checks("--relations=none")
+    assert "types" in checks("--relations=types") and "unbatched" not in checks("--relations=types")
+    monkeypatch.setenv("CONFORMANCE_RELATIONS", "unbatched")
+    assert "unbatched" in checks() and "types" not in checks()
+    refused = pytester.runpytest_inprocess("-p", "no:cacheprovider", "cases", "--co", "--relations=typos")
+    assert refused.ret != 0 and "--relations: unknown relation 'typos'" in refused.stderr.str()

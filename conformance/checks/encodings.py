@@ -141,6 +141,7 @@ register(
         lambda spec, target, mode: in_process_eager(spec, target, mode) and not spec.host_only,
         check_types,
         judges_values=True,
+        relation=True,
         nothing="the op raised in each, or the library callable it enters declares no other type for any argument "
         f"it was given, or {TYPES_CASES} cases of the variant were checked on this target already",
     )

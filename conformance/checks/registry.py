@@ -78,6 +78,7 @@ class Check:
     variant: Callable[[OpSpec, str, str], bool] | None = None  # (spec, dtype, mode): only these variants
     unmet: Callable[[OpSpec], str | None] | None = None  # why its items skip for an op (a name it needs is missing)
     nothing: str = ""  # why an item of it may have checked none of its cases, where the op raised in none
+    relation: bool = False  # a relation every op keeps: items only in runs that ask for it (--relations)
 
     @property
     def needs_values(self) -> bool:
@@ -106,15 +107,21 @@ def applicable(
     spec: OpSpec, target: Target, mode: str, options: frozenset[str] = frozenset(), dtype: str | None = None
 ) -> list[Check]:
     """The checks that become items for this op, target, mode (and dtype, where given), in their order;
-    `options`: what this run turned on (a check with an `option` is left out otherwise)."""
+    `options`: what this run turned on (a check with an `option`, and a relation, is left out otherwise)."""
     return [
         check
         for check in REGISTRY.values()
         if (check.option is None or check.option in options)
+        and (not check.relation or check.name in options)
         and target.can_run(in_process=not check.output_only, values=check.needs_values)
         and check.applies(spec, target, mode)
         and (dtype is None or check.variant is None or check.variant(spec, dtype, mode))
     ]
+
+
+def relation_checks() -> tuple[str, ...]:
+    """The relations every op keeps (--relations names them)."""
+    return tuple(name for name, check in REGISTRY.items() if check.relation)
 
 
 def value_checks() -> tuple[str, ...]:

@@ -67,6 +67,7 @@ register(
         ),
         check_unbatched,
         judges_values=True,
+        relation=True,
         nothing="no case drew an unbatched image or a batch of one, or the op raised in each or refused the other "
         f"shape, or {UNBATCHED_CASES} cases of the variant were checked on this target already",
     )

@@ -38,6 +38,7 @@ _OPTION_DEFAULTS: dict[str, Any] = {
     "known_issues": [],
     "sweep": None,
     "shard": None,
+    "relations": None,
 }
 _ENV = (TARGETS_ENV, VIRTUAL_ENV, "CONFORMANCE_REPORTS", "CONFORMANCE_CASE_TIMEOUT")
 
@@ -70,6 +71,7 @@ class RunConfig:
     virtual_findings: str
     fail_on_warning: bool
     shard: shards.Shard | None  # --shard: which part of the collection this run runs
+    relations: frozenset[str]  # --relations: the relation checks this run makes items of
     hypothesis_settings: Any = field(compare=False)  # the settings every spec test runs with
 
     @property
@@ -81,7 +83,7 @@ def build(config: pytest.Config) -> RunConfig:
     """Read and validate every conformance option; each defect is a one-line pytest.UsageError.  (Its imports
     are here, not at the top: they import torch, which the plugin must not do in sessions that do not ask for
     conformance.)"""
-    from conformance.checks.registry import value_checks
+    from conformance.checks.registry import relation_checks, value_checks
     from conformance.devices.discovery import discover, select
     from conformance.devices.targets import TargetSelectionError
     from conformance.spec import overrides
@@ -137,6 +139,7 @@ def build(config: pytest.Config) -> RunConfig:
         virtual_findings=config.getoption("virtual_findings"),
         fail_on_warning=config.getoption("fail_on_warning"),
         shard=shards.parse(config.getoption("shard")),
+        relations=options.relations(config, relation_checks()),
         hypothesis_settings=spec_settings(config),
     )
 

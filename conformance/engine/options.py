@@ -150,6 +150,7 @@ def _option(name: str, **attrs: Any) -> Option:
     return Option(name, attrs)
 
 
+RELATIONS_ENV = "CONFORMANCE_RELATIONS"  # --relations, where the option is not given
 SWEEP_ENV = "CONFORMANCE_SWEEP"  # --sweep's modules, for cases/test_sweep.py (and ISA workers, which inherit it)
 
 # The plugin's options, declared once: pytest_addoption adds them, and `python -m conformance run` reads which
@@ -215,6 +216,13 @@ OPTIONS: tuple[Option, ...] = (
         metavar="RUN",
         help="check exactly the cases an earlier run checked (its run folder), on this run's targets, "
         "instead of drawing new ones; items it has no cases for are skipped",
+    ),
+    _option(
+        "--relations",
+        default=None,
+        metavar="NAMES",
+        help="the relation checks every op gets (types, unbatched): 'all' (the default), 'none', or a comma list; "
+        f"env {RELATIONS_ENV}",
     ),
     _option(
         "--baseline",
@@ -286,3 +294,23 @@ def add_options(parser: pytest.Parser) -> None:
 def value_options() -> set[str]:
     """The options that take a value (the separate-argument form is joined by the CLI)."""
     return {option.name for option in OPTIONS if option.takes_value}
+
+
+def relations(config: pytest.Config, known: tuple[str, ...]) -> frozenset[str]:
+    """--relations (or CONFORMANCE_RELATIONS; default all): the relation checks this run makes items of."""
+    text = config.getoption("relations")
+    source = "--relations"
+    if text is None:
+        text, source = os.environ.get(RELATIONS_ENV) or "all", RELATIONS_ENV
+    if text.strip() == "all":
+        return frozenset(known)
+    if text.strip() == "none":
+        return frozenset()
+    asked = [name.strip() for name in text.split(",")]
+    unknown = [name for name in asked if name not in known]
+    if unknown or not all(asked):
+        raise pytest.UsageError(
+            f"{source}: unknown relation {', '.join(map(repr, unknown)) or repr(text)}: give 'all', 'none' or "
+            f"names from {', '.join(known)}"
+        )
+    return frozenset(asked)

@@ -59,7 +59,7 @@ class ConformanceRun:
         self.sources: CaseSources
         self.sources, baseline = from_config(cfg)
         self.cache = CaseCache(overrides=cfg.overrides, baseline=baseline, timeout_s=cfg.case_timeout_s)
-        self.options: frozenset[str] = frozenset({"baseline"} if baseline is not None else ())
+        self.options: frozenset[str] = frozenset({"baseline"} if baseline is not None else ()) | cfg.relations
         self.issues = IssueBook(cfg.known_issue_files, value_checks())
         folder = cfg.record_outputs or (cfg.run_dir / "outputs" if baseline is not None else None)
         self.recorder = CaseRecorder(
