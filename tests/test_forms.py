@@ -49,7 +49,7 @@ def with_counterpart(call, module_class=Resizing, module_call=good_resize):
 
 @pytest.fixture(autouse=True)
 def every_case_checked(monkeypatch):
-    monkeypatch.setattr(forms, "_checked", {})
+    monkeypatch.setattr(forms, "_history_cases", forms.FirstCases(forms.HISTORY_CASES))
 
 
 @pytest.mark.parametrize("target", [CPU, virtual_targets(2)[1]], ids=["cpu", "vcuda:1"])

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import differs, in_process_eager, usable
+from conformance.checks.forms import FirstCases, differs, in_process_eager, usable
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.devices.calls import run_op
 from conformance.devices.entry import Entry, recording, replacing
@@ -37,7 +37,7 @@ from conformance.spec.signatures import Encoding, accepted, encodings
 # Cases of a variant checked on a target, per process: each costs a call per encoding of every argument, and a
 # path that differs for a type differs on the first case that reaches it (as the history check's HISTORY_CASES).
 TYPES_CASES = 10
-_checked: dict[tuple[str, str, str, str], int] = {}
+_first_cases = FirstCases(TYPES_CASES)
 
 
 def _watched(spec: OpSpec, watch: Callable[[], AbstractContextManager[Any]]) -> OpSpec:
@@ -92,10 +92,8 @@ def _made(ctx: CaseContext, encoding: Encoding) -> Any:
 def check_types(ctx: CaseContext) -> CheckOutcome | None:
     if ctx.case.recipe.empty or not usable(ctx.run):
         return None
-    variant = (ctx.spec.name, ctx.case.recipe.dtype, ctx.mode, ctx.target.name)
-    if _checked.get(variant, 0) >= TYPES_CASES:
+    if not _first_cases.take(ctx):
         return None  # this variant's first cases were checked on this target
-    _checked[variant] = _checked.get(variant, 0) + 1
     random = ctx.spec.module is not None and ctx.spec.module.sample is not None
     sampled = None if random else ctx.sampled  # a random module draws with each encoding (seeded alike)
     entries: list[Entry] = []

@@ -41,7 +41,27 @@ IDENTICAL = Tolerance(
 # earlier inputs, each by a fresh and the reused instance, then the case), and a module that keeps state shows it
 # on its first case (every planted one did); the sweep's specs check 10 cases an item for the same reason.
 HISTORY_CASES = 10
-_checked: dict[tuple[str, str, str, str], int] = {}
+
+
+class FirstCases:
+    """A check that calls the op again per case checks only the first `limit` cases of each variant on a target,
+    per process: what it looks for shows on the first cases that reach it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._taken: dict[tuple[str, str, str, str], int] = {}
+
+    def take(self, ctx: CaseContext) -> bool:
+        """Whether this case is one of its variant's first on this target (counting it)."""
+        variant = (ctx.spec.name, ctx.case.recipe.dtype, ctx.mode, ctx.target.name)
+        taken = self._taken.get(variant, 0)
+        if taken >= self.limit:
+            return False
+        self._taken[variant] = taken + 1
+        return True
+
+
+_history_cases = FirstCases(HISTORY_CASES)
 
 # the other dtype an earlier input takes, by the case's dtype (else the spec's first other dtype of the mode)
 OTHER_DTYPE = {"float32": "float64", "float64": "float32", "uint8": "float32", "float16": "float32"}
@@ -159,10 +179,8 @@ def check_history(ctx: CaseContext) -> CheckOutcome | None:
     fresh_last = ctx.run if ctx.spec.module is not None else _counterpart_run(ctx)
     if ctx.case.recipe.empty or not usable(fresh_last) or fresh_last.error is not None:
         return None  # no output of a fresh instance to hold the reused one to (the error item carries a raise)
-    variant = (ctx.spec.name, ctx.case.recipe.dtype, ctx.mode, ctx.target.name)
-    if _checked.get(variant, 0) >= HISTORY_CASES:
+    if not _history_cases.take(ctx):
         return None  # this variant's first cases were checked on this target
-    _checked[variant] = _checked.get(variant, 0) + 1
     reused = _reused(form)
     sequence: list[tuple[str, CheckOutcome | None]] = []
     for label, recipe in earlier_recipes(form, ctx.case.recipe, ctx.mode):

@@ -14,7 +14,7 @@ the unbatched image is taken, there is nothing to compare: the op documents one 
 from __future__ import annotations
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import declared, in_process_eager, usable
+from conformance.checks.forms import FirstCases, declared, in_process_eager, usable
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.devices.calls import run_op
 from conformance.devices.virtual.tensor import holds_values, host_tensor
@@ -22,17 +22,15 @@ from conformance.spec.recipes import to_float64
 
 # Cases of a variant checked on a target, per process (as the types and history checks)
 UNBATCHED_CASES = 10
-_checked: dict[tuple[str, str, str, str], int] = {}
+_first_cases = FirstCases(UNBATCHED_CASES)
 
 
 def check_unbatched(ctx: CaseContext) -> CheckOutcome | None:
     batch = ctx.case.recipe.batch
     if batch not in ((), (1,)) or ctx.case.recipe.empty or ctx.output64 is None:
         return None  # a batch of several, or the op raised (the error check's) or returned no values
-    variant = (ctx.spec.name, ctx.case.recipe.dtype, ctx.mode, ctx.target.name)
-    if _checked.get(variant, 0) >= UNBATCHED_CASES:
+    if not _first_cases.take(ctx):
         return None
-    _checked[variant] = _checked.get(variant, 0) + 1
     image = ctx.source.on(ctx.target)
     other = run_op(
         ctx.spec, image[0] if batch else image.unsqueeze(0), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s
