@@ -38,3 +38,24 @@ def test_an_unbatched_path_that_differs_fails_the_stock_suite_and_the_real_libra
     failed = failed_lines(planted)
     assert failed and all("-unbatched]" in line for line in failed), planted.stdout.str()[-3000:]
     assert "the image as a batch of one, against it unbatched" in planted.stdout.str()
+
+
+def test_an_image_documented_with_a_batch_dimension_is_not_given_unbatched():
+    """kornia's normalize documents `data` as (B, C, *): a (C, H, W) image is a batch of C there, not the same image
+    (a dev run's false alarm, 2.34 apart where H == C)."""
+    import kornia.enhance
+    import torch
+
+    from conformance.checks.unbatched import batch_required
+    from conformance.devices.entry import Entry, recording
+
+    image = torch.rand(1, 3, 3, 6)
+    for call, required in [
+        (lambda: kornia.enhance.normalize(image, torch.zeros(3), torch.ones(3)), True),
+        (lambda: kornia.enhance.adjust_brightness(image, 0.1), False),  # documented (*, H, W)
+    ]:
+        entries: list[Entry] = []
+        with recording(entries):
+            call()
+        assert batch_required(entries[0], image) is required
+        assert not batch_required(entries[0], image.clone())  # only the image the op was given

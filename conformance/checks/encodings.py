@@ -40,7 +40,7 @@ TYPES_CASES = 10
 _first_cases = FirstCases(TYPES_CASES)
 
 
-def _watched(spec: OpSpec, watch: Callable[[], AbstractContextManager[Any]]) -> OpSpec:
+def watched(spec: OpSpec, watch: Callable[[], AbstractContextManager[Any]]) -> OpSpec:
     """The spec with its call (a module op: its construction) run inside `watch()`."""
     if spec.module is not None:
         build = spec.module.build
@@ -81,7 +81,7 @@ def _call(ctx: CaseContext, spec: OpSpec, sampled: Any) -> OpRun:
 def _given(ctx: CaseContext, entry: Entry, values: dict[str, Any], sampled: Any) -> OpRun | None:
     """The op called with the entered callable's arguments replaced by `values` (None: it was not entered again)."""
     entered: list[bool] = []
-    run = _call(ctx, _watched(ctx.spec, lambda: replacing(entry, values, entered)), sampled)
+    run = _call(ctx, watched(ctx.spec, lambda: replacing(entry, values, entered)), sampled)
     return run if entered and usable(run) else None
 
 
@@ -97,7 +97,7 @@ def check_types(ctx: CaseContext) -> CheckOutcome | None:
     random = ctx.spec.module is not None and ctx.spec.module.sample is not None
     sampled = None if random else ctx.sampled  # a random module draws with each encoding (seeded alike)
     entries: list[Entry] = []
-    plain = _call(ctx, _watched(ctx.spec, lambda: recording(entries)), sampled)
+    plain = _call(ctx, watched(ctx.spec, lambda: recording(entries)), sampled)
     if not entries or not usable(plain):
         return None  # the call enters no public callable of a library whose signature is read
     entry = entries[0]

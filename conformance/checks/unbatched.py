@@ -6,19 +6,26 @@ shows there only.  Each unbatched case is run once more as a batch of one, and e
 unbatched, on the same target with the same (replayed or seeded) parameters, and the two outputs must hold the same
 values: the batch's one sample against the
 unbatched output, or against its one sample where the library gives a batch of one back for an unbatched image
-(kornia's augmentations without `keepdim`).  Values under the spec's rule scoped to `unbatched`, else its
+(kornia's augmentations without `keepdim`).  Where the library callable the op enters documents the image with a
+leading batch dimension (`(B, C, *)`, read from its docstring as the types relation reads it), an unbatched image is
+not in its domain and nothing is compared.  Values under the spec's rule scoped to `unbatched`, else its
 `cross_device` tolerance (another batch size may sum in another order).  Where the batch of one is refused while
 the unbatched image is taken, there is nothing to compare: the op documents one of the two shapes.
 """
 
 from __future__ import annotations
 
+import torch
+
 from conformance.checks.context import CaseContext
+from conformance.checks.encodings import watched
 from conformance.checks.forms import FirstCases, declared, in_process_eager, usable
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.devices.calls import run_op
+from conformance.devices.entry import Entry, recording
 from conformance.devices.virtual.tensor import holds_values, host_tensor
 from conformance.spec.recipes import to_float64
+from conformance.spec.signatures import accepted
 
 # Cases of a variant checked on a target, per process (as the types and history checks)
 UNBATCHED_CASES = 10
@@ -32,9 +39,12 @@ def check_unbatched(ctx: CaseContext) -> CheckOutcome | None:
     if not _first_cases.take(ctx):
         return None
     image = ctx.source.on(ctx.target)
-    other = run_op(
-        ctx.spec, image[0] if batch else image.unsqueeze(0), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s
-    )
+    given = image[0] if batch else image.unsqueeze(0)
+    entries: list[Entry] = []
+    spec = watched(ctx.spec, lambda: recording(entries))
+    other = run_op(spec, given, ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s)
+    if entries and batch_required(entries[0], given):
+        return None  # the library documents a batch dimension (kornia's normalize: (B, C, *)): no unbatched image
     if not usable(other) or other.error is not None or not holds_values(other.output):
         return None  # the other shape is refused where this one is taken: the op documents one of them
     plain_dtype = ctx.run.output.dtype
@@ -52,6 +62,16 @@ def check_unbatched(ctx: CaseContext) -> CheckOutcome | None:
     if not found.passed:
         found.message = "the image as a batch of one, against it unbatched: " + found.message
     return found
+
+
+def batch_required(entry: Entry, image: torch.Tensor) -> bool:
+    """Whether the library callable the op entered documents the image it was given with a leading batch dimension
+    (`(B, C, *)`): an unbatched image is then another shape's meaning (a batch of C), not the same image."""
+    documented = accepted(entry.callable)
+    return any(
+        value is image and name in documented and (documented[name].shape or ("",))[0] == "B"
+        for name, value in entry.arguments.items()
+    )
 
 
 register(
