@@ -17,15 +17,12 @@ sampler's path is what is compared.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import FirstCases, differs, in_process_eager, usable
+from conformance.checks.forms import FirstCases, differs, in_process_eager, usable, watched
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.devices.calls import run_op
 from conformance.devices.entry import Entry, recording, replacing
@@ -38,26 +35,6 @@ from conformance.spec.signatures import Encoding, accepted, encodings
 # path that differs for a type differs on the first case that reaches it (as the history check's HISTORY_CASES).
 TYPES_CASES = 10
 _first_cases = FirstCases(TYPES_CASES)
-
-
-def watched(spec: OpSpec, watch: Callable[[], AbstractContextManager[Any]]) -> OpSpec:
-    """The spec with its call (a module op: its construction) run inside `watch()`."""
-    if spec.module is not None:
-        build = spec.module.build
-
-        def watched_build(params: dict[str, Any]) -> torch.nn.Module:
-            with watch():
-                return build(params)
-
-        return dataclasses.replace(spec, module=dataclasses.replace(spec.module, build=watched_build))
-    call = spec.call
-    assert call is not None
-
-    def watched_call(image: torch.Tensor, params: dict[str, Any]) -> Any:
-        with watch():
-            return call(image, params)
-
-    return dataclasses.replace(spec, call=watched_call)
 
 
 def trials(entry: Entry, dtype: str, target: Target, image_shape: tuple[int, ...]) -> list[tuple[str, Encoding]]:

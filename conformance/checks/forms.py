@@ -16,6 +16,8 @@ identical; a spec's rule scoped to the check by name (`Rule(..., check="module")
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -105,6 +107,26 @@ def differs(
 
 def usable(run: OpRun) -> bool:
     return run.not_run is None and run.resource is None
+
+
+def watched(spec: OpSpec, watch: Callable[[], AbstractContextManager[Any]]) -> OpSpec:
+    """The spec with its call (a module op: its construction) run inside `watch()`."""
+    if spec.module is not None:
+        build = spec.module.build
+
+        def watched_build(params: dict[str, Any]) -> torch.nn.Module:
+            with watch():
+                return build(params)
+
+        return dataclasses.replace(spec, module=dataclasses.replace(spec.module, build=watched_build))
+    call = spec.call
+    assert call is not None
+
+    def watched_call(image: torch.Tensor, params: dict[str, Any]) -> Any:
+        with watch():
+            return call(image, params)
+
+    return dataclasses.replace(spec, call=watched_call)
 
 
 def _counterpart_run(ctx: CaseContext) -> OpRun:

@@ -18,8 +18,7 @@ from __future__ import annotations
 import torch
 
 from conformance.checks.context import CaseContext
-from conformance.checks.encodings import watched
-from conformance.checks.forms import FirstCases, declared, in_process_eager, usable
+from conformance.checks.forms import FirstCases, declared, in_process_eager, usable, watched
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.devices.calls import run_op
 from conformance.devices.entry import Entry, recording

@@ -19,6 +19,7 @@ import sys
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import torch
@@ -143,9 +144,11 @@ def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
         return None
 
 
+@cache
 def accepted(fn: Callable[..., Any]) -> dict[str, Accepts]:
     """Each named parameter of `fn` (a function, or a class: its constructor) with what it accepts; a tensor's
-    documented shape is read from the entry of `fn`'s docstring, else of the function a class wraps."""
+    documented shape is read from the entry of `fn`'s docstring, else of the function a class wraps.  Read once per
+    callable: the result is shared, not to be changed."""
     signature = _signature(fn)
     if signature is None:
         return {}
