@@ -1,16 +1,16 @@
-"""The `unbatched` relation: an unbatched `(C, H, W)` image gives what a batch of one gives.
+"""The `unbatched` relation: an unbatched `(C, H, W)` image and the same image as a batch of one agree.
 
 Libraries take `(*, C, H, W)` and reach an unbatched image through a path of its own (an unsqueeze and a squeeze, a
 `keepdim`, a branch on `ndim`); a statistic over the wrong dimension or a parameter broadcast along the wrong one
 shows there only.  Each unbatched case is run once more as a batch of one, and each batch of one once more
 unbatched, on the same target with the same (replayed or seeded) parameters, and the two outputs must hold the same
-values: the batch's one sample against the
-unbatched output, or against its one sample where the library gives a batch of one back for an unbatched image
-(kornia's augmentations without `keepdim`).  Where the library callable the op enters documents the image with a
-leading batch dimension (`(B, C, *)`, read from its docstring as the types relation reads it), an unbatched image is
-not in its domain and nothing is compared.  Values under the spec's rule scoped to `unbatched`, else its
-`cross_device` tolerance (another batch size may sum in another order).  Where the batch of one is refused while
-the unbatched image is taken, there is nothing to compare: the op documents one of the two shapes.
+values: the batch's one sample against the unbatched output, or against its one sample where the library gives a
+batch of one back for an unbatched image (kornia's augmentations without `keepdim`).  Where the library callable
+the op enters documents the image with a leading batch dimension (`(B, C, *)`, read from its docstring as the types
+relation reads it), an unbatched image is not in its domain and nothing is compared.  Values under the spec's rule
+scoped to `unbatched`, else its `cross_device` tolerance (another batch size may sum in another order).  Where the
+batch of one is refused while the unbatched image is taken, there is nothing to compare: the op documents one of
+the two shapes.
 """
 
 from __future__ import annotations
