@@ -21,8 +21,11 @@ def copy_cases(folder: Path, *names: str) -> None:
     """cases/<name> copied into `folder` with the known-issue entries about their ops (a known-issues file speaks of
     the modules beside it: entries for ops no module there defines are a usage error)."""
     import fnmatch
+    import json
     import re
     import shutil
+
+    import tomllib
 
     folder.mkdir(parents=True, exist_ok=True)
     ops = []
@@ -32,7 +35,14 @@ def copy_cases(folder: Path, *names: str) -> None:
         ops += [test.conformance_spec.name for test in vars(module).values() if hasattr(test, "conformance_spec")]
     text = (CASES / "known_issues.toml").read_text()
     head, *entries = re.split(r"(?m)^(?=\[\[issue\]\])", text)
-    kept = [e for e in entries if any(fnmatch.fnmatchcase(op, re.search(r'(?m)^op = "(.*)"', e)[1]) for op in ops)]
+    kept = []
+    for entry in entries:
+        found = re.search(r'(?m)^op = ("[^"\n]*"|\[[^\]]*\])', entry)
+        globs = tomllib.loads(f"op = {found[1]}")["op"]
+        globs = [globs] if isinstance(globs, str) else globs
+        mine = [glob for glob in globs if any(fnmatch.fnmatchcase(op, glob) for op in ops)]
+        if mine:  # a list keeps the globs of the copied modules' ops only
+            kept.append(entry[: found.start(1)] + json.dumps(mine) + entry[found.end(1) :])
     (folder / "known_issues.toml").write_text(head + "".join(kept))
 
 

@@ -14,6 +14,8 @@
   history         one module instance, after three earlier inputs, gives what a fresh instance gives
   types           each argument of the library callable the op enters, in every other type its signature accepts,
                   gives the same output
+  unbatched       an unbatched image and the same image as a batch of one give the same output
+  ambient         under torch.autocast, inference_mode and deterministic algorithms: the plain call's dtype and values
   unmoved         a module left on the cpu keeps its promise with a device input
   sampling        a random module's own sampler on the target
   constant_upload constants copied to the device on every call (a warning)

@@ -22,13 +22,11 @@ from typing import Any
 import torch
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import FirstCases, differs, in_process_eager, usable, watched
+from conformance.checks.entered import entered, given
+from conformance.checks.forms import FirstCases, differs, in_process_eager, usable
 from conformance.checks.registry import Check, CheckOutcome, register
-from conformance.devices.calls import run_op
-from conformance.devices.entry import Entry, recording, replacing
-from conformance.devices.runs import OpRun
+from conformance.devices.entry import Entry
 from conformance.devices.targets import Target
-from conformance.spec.opspec import OpSpec
 from conformance.spec.signatures import Encoding, accepted, encodings
 
 # Cases of a variant checked on a target, per process: each costs a call per encoding of every argument, and a
@@ -51,17 +49,6 @@ def trials(entry: Entry, dtype: str, target: Target, image_shape: tuple[int, ...
     return found
 
 
-def _call(ctx: CaseContext, spec: OpSpec, sampled: Any) -> OpRun:
-    return run_op(spec, ctx.source.on(ctx.target), ctx.case, ctx.target, sampled, timeout_s=ctx.timeout_s)
-
-
-def _given(ctx: CaseContext, entry: Entry, values: dict[str, Any], sampled: Any) -> OpRun | None:
-    """The op called with the entered callable's arguments replaced by `values` (None: it was not entered again)."""
-    entered: list[bool] = []
-    run = _call(ctx, watched(ctx.spec, lambda: replacing(entry, values, entered)), sampled)
-    return run if entered and usable(run) else None
-
-
 def _made(ctx: CaseContext, encoding: Encoding) -> Any:
     return ctx.target.put(encoding.value) if encoding.on_target else encoding.value
 
@@ -73,17 +60,15 @@ def check_types(ctx: CaseContext) -> CheckOutcome | None:
         return None  # this variant's first cases were checked on this target
     random = ctx.spec.module is not None and ctx.spec.module.sample is not None
     sampled = None if random else ctx.sampled  # a random module draws with each encoding (seeded alike)
-    entries: list[Entry] = []
-    plain = _call(ctx, watched(ctx.spec, lambda: recording(entries)), sampled)
-    if not entries or not usable(plain):
+    entry, plain = entered(ctx, sampled)
+    if entry is None:
         return None  # the call enters no public callable of a library whose signature is read
-    entry = entries[0]
     tried = trials(entry, ctx.case.recipe.dtype, ctx.target, tuple(ctx.source.dense.shape))
     default = ctx.tolerance("cross_device")
     details: dict[str, Any] = {"callable": entry.name, "tried": []}
     failures: list[tuple[str, Encoding, CheckOutcome]] = []
     for name, encoding in tried:
-        again = _given(ctx, entry, {name: _made(ctx, encoding)}, sampled)
+        again = given(ctx, entry, {name: _made(ctx, encoding)}, sampled)
         if again is None:
             continue  # the call took another path this time: nothing was given in this encoding
         details["tried"].append(f"{name}: {encoding.label}")
@@ -94,7 +79,7 @@ def check_types(ctx: CaseContext) -> CheckOutcome | None:
     together = {name: encoding for name, encoding in tried if encoding.on_target}
     refused = {name for name, _, found in failures if found.cause == "raises"}
     if refused and len(together) > 1 and refused <= set(together):
-        again = _given(ctx, entry, {name: _made(ctx, encoding) for name, encoding in together.items()}, sampled)
+        again = given(ctx, entry, {name: _made(ctx, encoding) for name, encoding in together.items()}, sampled)
         if again is not None and differs(ctx, "types", again, plain, "the plain call", default) is None:
             details["together"] = sorted(together)
             failures = [failure for failure in failures if failure[0] not in refused]

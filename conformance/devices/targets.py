@@ -48,10 +48,18 @@ class Target:
     cpu_path: ClassVar[bool] = False  # the cpu's kernels for another instruction set (ops that need none skip it)
     prefetches: ClassVar[bool] = False  # its runs can start ahead of their items (`prefetch`): its items go last
     backward_by_walking: ClassVar[bool] = False  # its backward runs node by node (the autograd engine cannot run on it)
+    # torch.autocast on it: the device type its kernels run under and the lower precision users pick there
+    autocast_device: ClassVar[str] = "cpu"
+    autocast_dtype: ClassVar[torch.dtype] = torch.bfloat16
+    inference_mode: ClassVar[bool] = True  # torch.inference_mode() can be entered around its calls
 
     @property
     def device(self) -> torch.device:
         return torch.device(self.name)
+
+    def autocast(self) -> torch.autocast:
+        """`torch.autocast` as users enter it on this target (entered by the caller around the op's call)."""
+        return torch.autocast(self.autocast_device, dtype=self.autocast_dtype)
 
     @property
     def is_accelerator(self) -> bool:
@@ -176,6 +184,9 @@ CPU = Target("cpu", "cpu", "host CPU")
 class CudaTarget(Target):
     """`cuda:N` (also a ROCm build's devices, which PyTorch names cuda)."""
 
+    autocast_device = "cuda"
+    autocast_dtype = torch.float16
+
     def synchronize(self) -> None:
         torch.cuda.synchronize(self.device)
 
@@ -192,6 +203,9 @@ class CudaTarget(Target):
 class MpsTarget(Target):
     """`mps`: Apple Metal."""
 
+    autocast_device = "mps"
+    autocast_dtype = torch.float16
+
     def synchronize(self) -> None:
         torch.mps.synchronize()
 
@@ -203,6 +217,8 @@ class MpsTarget(Target):
 @dataclass(frozen=True)
 class XpuTarget(Target):
     """`xpu:N`: Intel GPUs."""
+
+    autocast_device = "xpu"
 
     def synchronize(self) -> None:
         torch.xpu.synchronize(self.device)
@@ -220,6 +236,9 @@ class VirtualTarget(Target):
     count: int = 2  # how many virtual devices torch.cuda reports while active
 
     backward_by_walking = True  # the autograd engine would look for a real CUDA device to run on
+    autocast_device = "cuda"  # what a cuda device's users enter; the emulation casts as cuda's autocast would
+    autocast_dtype = torch.float16
+    inference_mode = False  # inside it the emulated tensors' `.cpu()` keeps the device: a finding of the emulation
 
     @property
     def device(self) -> torch.device:
@@ -236,6 +255,10 @@ class VirtualTarget(Target):
 
     def not_run_message(self, reason: str) -> str:
         return f"not emulatable on a virtual device: {reason}"
+
+    def autocast(self) -> torch.autocast:
+        with virtual_cuda(self.count):  # made while torch.cuda reports devices, or it disables itself
+            return super().autocast()
 
     @contextlib.contextmanager
     def active(self, log: PlacementLog | None = None) -> Iterator[None]:

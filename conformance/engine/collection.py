@@ -63,15 +63,16 @@ def unknown_known_issue_ops(run: ConformanceRun, defined: Mapping[str, Any]) -> 
         mine = [op for op, source in ops.items() if Path(source).parent in folders]
         optional = [glob for module in beside for glob in modules[module]]
         for entry in run.issues.entries([path]):
-            if any(fnmatch.fnmatchcase(entry.op, glob) for glob in optional):
-                continue
-            if any(fnmatch.fnmatchcase(op, entry.op) for op in mine):
-                continue
-            close = difflib.get_close_matches(entry.op, mine, n=1, cutoff=TYPO_SIMILARITY)
-            unknown.append(
-                f"{path} [[issue]] id={entry.id!r}: op {entry.op!r}"
-                + (f" (did you mean {close[0]!r}?)" if close else "")
-            )
+            for op_glob in entry.op:
+                if any(fnmatch.fnmatchcase(op_glob, glob) for glob in optional):
+                    continue
+                if any(fnmatch.fnmatchcase(op, op_glob) for op in mine):
+                    continue
+                close = difflib.get_close_matches(op_glob, mine, n=1, cutoff=TYPO_SIMILARITY)
+                unknown.append(
+                    f"{path} [[issue]] id={entry.id!r}: op {op_glob!r}"
+                    + (f" (did you mean {close[0]!r}?)" if close else "")
+                )
     if not unknown:
         return None
     return CollectionProblem(f"known issues naming an op that no collected case module defines: {'; '.join(unknown)}")

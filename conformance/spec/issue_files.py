@@ -62,10 +62,16 @@ _LINK_PREFIXES = ("https://", "http://", "docs/")
 
 
 def _parse_entry(raw: dict, where: str, value_checks: tuple[str, ...]) -> KnownIssue:
-    check_fields(raw, _FIELDS, ("id", "op", "link", "reason"), where, KnownIssuesError)
+    check_fields(raw, _FIELDS, ("id", "link", "reason"), where, KnownIssuesError)
     if not raw["link"].startswith(_LINK_PREFIXES):
         raise KnownIssuesError(f"{where}: link must be an http(s) URL or a docs/ path, got {raw['link']!r}")
-    values: dict[str, object] = {k: raw[k] for k in ("id", "op", "link", "reason")}
+    values: dict[str, object] = {k: raw[k] for k in ("id", "link", "reason")}
+    op = raw.get("op")
+    if isinstance(op, str):
+        op = [op]
+    if not isinstance(op, list) or not op or not all(isinstance(glob, str) and glob.strip() for glob in op):
+        raise KnownIssuesError(f"{where}: 'op' must be an op name or glob, or a non-empty list of them")
+    values["op"] = tuple(op)
     for name in _LIST_FIELDS:
         if name in raw:
             items = raw[name]

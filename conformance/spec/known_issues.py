@@ -67,7 +67,7 @@ class Held:
 @dataclass(frozen=True)
 class KnownIssue:
     id: str
-    op: str
+    op: tuple[str, ...]  # globs over op names (the file's `op`: one glob, or a list where a finding spans ops)
     link: str
     reason: str
     targets: tuple[str, ...] = ("*",)
@@ -113,7 +113,7 @@ class KnownIssue:
             return any(fnmatch.fnmatchcase(value, p) for p in patterns)
 
         return (
-            fnmatch.fnmatchcase(op, self.op)
+            hit(op, self.op)
             and hit(target, self.targets)
             and hit(dtype, self.dtypes)
             and hit(mode, self.modes)

@@ -234,3 +234,28 @@ def encodings(
             yield Encoding("str", value.value if isinstance(value.value, str) else value.name.lower())
         if "int" in kinds and isinstance(value.value, int) and not isinstance(value.value, bool):
             yield Encoding("int", value.value)
+
+
+def other_states(value: Any, accepts: Accepts) -> Iterator[Encoding]:
+    """Every other state of a flag or an enum-valued argument, in the encoding it was given: a bool flipped; each
+    other member of the enum a string or member names (a string stays a string, spelt as the given one is)."""
+    if isinstance(value, bool):
+        if "bool" in accepts.kinds or not accepts.declared:
+            yield Encoding(repr(not value), not value)
+        return
+    for cls in accepts.enums:
+        members = list(cls)
+        if isinstance(value, cls):
+            yield from (Encoding(f"{cls.__name__}.{m.name}", m) for m in members if m is not value)
+            return
+        if not isinstance(value, str):
+            continue
+        if any(isinstance(m.value, str) and m.value == value for m in members):
+            others = [m.value for m in members if isinstance(m.value, str) and m.value != value]
+            yield from (Encoding(repr(other), other) for other in others)
+            return
+        if any(m.name.lower() == value.lower() for m in members):
+            spell = str.lower if value.islower() else str.upper
+            others = [spell(m.name) for m in members if m.name.lower() != value.lower()]
+            yield from (Encoding(repr(other), other) for other in others)
+            return

@@ -1,0 +1,50 @@
+"""The op's call once more, with the library callable it enters recorded or its arguments replaced there: what the
+relations that vary one argument (types, flags) share.  See conformance.devices.entry for the hook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from conformance.checks.context import CaseContext
+from conformance.checks.forms import usable, watched
+from conformance.devices.calls import run_op
+from conformance.devices.entry import Entry, recording, replacing
+from conformance.devices.runs import OpRun
+from conformance.devices.targets import Target
+from conformance.spec.opspec import OpSpec, Sampled
+
+
+def call(
+    ctx: CaseContext, spec: OpSpec, sampled: Sampled | None, target: Target | None = None, image: Any = None
+) -> OpRun:
+    """The case's call of `spec` on `target` (the context's by default), on the case's input or `image` (host)."""
+    target = target or ctx.target
+    tensor = ctx.source.on(target) if image is None else _moved(image, target)
+    return run_op(spec, tensor, ctx.case, target, sampled, timeout_s=ctx.timeout_s)
+
+
+def _moved(image: torch.Tensor, target: Target) -> torch.Tensor:
+    return target.put(image) if target.is_accelerator else image.clone()
+
+
+def entered(ctx: CaseContext, sampled: Sampled | None) -> tuple[Entry | None, OpRun]:
+    """The first public library callable the case's call enters (None: it enters none) and the call's run."""
+    entries: list[Entry] = []
+    run = call(ctx, watched(ctx.spec, lambda: recording(entries)), sampled)
+    return (entries[0] if entries and usable(run) else None), run
+
+
+def given(
+    ctx: CaseContext,
+    entry: Entry,
+    values: dict[str, Any],
+    sampled: Sampled | None,
+    target: Target | None = None,
+    image: torch.Tensor | None = None,
+) -> OpRun | None:
+    """The call with the entered callable's arguments replaced by `values` (None: it was not entered again)."""
+    were: list[bool] = []
+    run = call(ctx, watched(ctx.spec, lambda: replacing(entry, values, were)), sampled, target, image)
+    return run if were and usable(run) else None
