@@ -16,6 +16,9 @@
                   gives the same output
   unbatched       an unbatched image and the same image as a batch of one give the same output
   ambient         under torch.autocast, inference_mode and deterministic algorithms: the plain call's dtype and values
+  flags           every other state of each flag and enum: on a device as on the cpu; same_on_batch on one image
+  param_gradient  the gradient w.r.t. each float the library accepts as a tensor, against central differences
+  ranges          the output inside the ranges the library's docstring gives
   unmoved         a module left on the cpu keeps its promise with a device input
   sampling        a random module's own sampler on the target
   constant_upload constants copied to the device on every call (a warning)

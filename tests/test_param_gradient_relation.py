@@ -1,0 +1,61 @@
+"""The `param_gradient` relation: the gradient with respect to each float parameter a library callable accepts as a
+tensor matches central differences of the same call.
+
+The plant is kornia's adjust_brightness_accumulative (the suite's adjust_brightness_kornia) detaching a tensor
+factor: the same values, no gradient for the factor.  The suite's gradient check differentiates with respect to the
+image only, so before the relation every item passed the plant; the relation's items fail it and pass the real
+library.
+"""
+
+from __future__ import annotations
+
+import kornia.enhance
+import torch
+from case_modules import control_then_plant
+
+from conformance.checks.parameters import floating_parameters
+from conformance.devices.entry import Entry, recording
+
+FACTOR_DETACHED = '''
+import torch
+import kornia.enhance
+import kornia.enhance.adjust as adjust
+
+PLANTED = """
+def adjust_brightness_accumulative(image, factor, clip_output=True):
+    # the plant: a tensor factor is detached, so its gradient is lost; the values are the library's
+    if isinstance(factor, torch.Tensor):
+        factor = factor.detach()
+    return _real(image, factor, clip_output)
+"""
+namespace = vars(adjust)
+namespace["_real"] = adjust.adjust_brightness_accumulative
+exec(compile(PLANTED, adjust.__file__, "exec"), namespace)
+planted = namespace["adjust_brightness_accumulative"]
+planted.__annotations__, planted.__doc__ = namespace["_real"].__annotations__, namespace["_real"].__doc__
+kornia.enhance.adjust_brightness_accumulative = planted
+'''
+
+
+def test_a_lost_parameter_gradient_fails_the_stock_suite_and_the_real_library_passes(pytester, monkeypatch):
+    monkeypatch.setenv("CONFORMANCE_RELATIONS", "all")
+    failed = control_then_plant(
+        pytester,
+        "factor-detached",
+        FACTOR_DETACHED,
+        "test_color.py",
+        "adjust_brightness_kornia and param_gradient",
+        "the output holds no gradient for factor, and central differences give",
+        examples=5,
+    )
+    assert all(line.split("::")[1].split(" ")[0].endswith("-param_gradient]") for line in failed)
+
+
+def test_the_float_parameters_a_callable_accepts_as_tensors_are_given_as_float64_tensors():
+    image = torch.rand(2, 3, 4, 4, dtype=torch.float64)
+    entries: list[Entry] = []
+    with recording(entries):
+        kornia.enhance.adjust_brightness(image, 0.25)
+    found = floating_parameters(entries[0], tuple(image.shape))
+    assert set(found) == {"factor"}  # the image is a tensor already, clip_output a flag
+    assert found["factor"].dtype == torch.float64 and float(found["factor"].flatten()[0]) == 0.25
