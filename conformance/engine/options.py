@@ -221,8 +221,8 @@ OPTIONS: tuple[Option, ...] = (
         "--relations",
         default=None,
         metavar="NAMES",
-        help="the relation checks every op gets (types, unbatched, ambient, flags, param_gradient, ranges): 'all' "
-        f"(the default), 'none', or a comma list; env {RELATIONS_ENV}",
+        help="the relation checks every op gets (types, unbatched, ambient, flags, param_gradient, ranges, "
+        f"transform_matrix): 'all' (the default), 'none', or a comma list; env {RELATIONS_ENV}",
     ),
     _option(
         "--baseline",

@@ -1,0 +1,142 @@
+"""The `transform_matrix` relation: the matrix a geometric augmentation reports maps its input onto its output.
+
+kornia's geometric augmentations keep the 3x3 matrix of what they did (`module.transform_matrix`); pipelines read
+it to move boxes, keypoints and masks with the image, and `inverse()` undoes the warp with it.  No value check
+reads it, so a matrix that is transposed, inverted, stale or scaled for another size passes every item.  For the
+first cases of a variant, the check builds the module as the case does, reads the matrix inside the call on the
+target (kornia computes it lazily from the parameters of that call), and warps the case's input with it in float64
+(each output pixel's source is M^-1 (x, y, 1), sampled with the module's own bilinear or nearest resampling,
+pixel centres as integers).  Where that source lies at least a pixel inside the image (the border and padding are
+each library's own), the module's output must hold the warped values within 1e-3 of the content's span (float32
+positions move by ~1e-5 of a pixel); nearest samples whose source is within 1e-3 of a half pixel are left out.
+Only modules derived from kornia's `GeometricAugmentationBase2D` (an intensity augmentation's matrix is the
+identity while its values change), float32 and float64 images.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from conformance.checks.context import CaseContext
+from conformance.checks.forms import FirstCases, in_process_eager, usable
+from conformance.checks.registry import Check, CheckOutcome, compare_check, register
+from conformance.devices.calls import run_op
+from conformance.devices.targets import Target
+from conformance.devices.virtual.tensor import host_tensor
+from conformance.spec.opspec import OpSpec
+from conformance.spec.tolerances import Tolerance
+
+MATRIX_CASES = 5
+_first_cases = FirstCases(MATRIX_CASES)
+GEOMETRIC_BASE = "GeometricAugmentationBase2D"  # kornia's base class of the augmentations that report a warp
+HALF_PIXEL_TIE = 1e-3
+
+
+def geometric(module: Any) -> bool:
+    return any(cls.__name__ == GEOMETRIC_BASE for cls in type(module).__mro__)
+
+
+def _keeping(spec: OpSpec, built: list[torch.nn.Module]) -> OpSpec:
+    assert spec.module is not None
+    build = spec.module.build
+
+    def kept(params: dict[str, Any]) -> torch.nn.Module:
+        built.append(build(params))
+        return built[-1]
+
+    return dataclasses.replace(spec, module=dataclasses.replace(spec.module, build=kept))
+
+
+def warped(image: torch.Tensor, matrix: torch.Tensor, size: tuple[int, int], mode: str) -> tuple[Any, Any]:
+    """`image` (B, C, H, W) float64 warped by `matrix` (B, 3, 3) to `size`, and the mask of output pixels whose
+    source lies a pixel inside the image (and, for nearest, not on a half-pixel tie)."""
+    height, width = size
+    ys, xs = torch.meshgrid(
+        torch.arange(height, dtype=torch.float64), torch.arange(width, dtype=torch.float64), indexing="ij"
+    )
+    points = torch.stack([xs, ys, torch.ones_like(xs)], dim=-1).reshape(-1, 3)  # (HW, 3)
+    source = points @ torch.linalg.inv(matrix).transpose(1, 2)  # (B, HW, 3)
+    source = source[..., :2] / source[..., 2:]
+    in_h, in_w = image.shape[-2:]
+    x, y = source[..., 0], source[..., 1]
+    inside = (x >= 1) & (x <= in_w - 2) & (y >= 1) & (y <= in_h - 2)
+    if mode == "nearest":
+        tie = lambda v: ((v - v.floor()) - 0.5).abs() < HALF_PIXEL_TIE  # noqa: E731
+        inside &= ~tie(x) & ~tie(y)
+    grid = torch.stack([2 * x / max(in_w - 1, 1) - 1, 2 * y / max(in_h - 1, 1) - 1], dim=-1)
+    grid = grid.reshape(matrix.shape[0], height, width, 2)
+    found = F.grid_sample(image, grid, mode=mode, padding_mode="zeros", align_corners=True)
+    return found.numpy(), inside.reshape(matrix.shape[0], 1, height, width).expand_as(found).numpy()
+
+
+def check_transform_matrix(ctx: CaseContext) -> CheckOutcome | None:
+    if ctx.case.recipe.empty or ctx.output64 is None or not _first_cases.take(ctx):
+        return None
+    built: list[torch.nn.Module] = []
+    spec = _keeping(ctx.spec, built)
+    read = lambda output: (output, getattr(built[-1], "transform_matrix", None))  # noqa: E731 - inside the call
+    run = run_op(spec, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s, then=read)
+    if not usable(run) or run.error is not None or not built or not geometric(built[-1]):
+        return None
+    output, matrix = run.output
+    flags = getattr(built[-1], "flags", None)
+    resample = flags.get("resample") if isinstance(flags, dict) else None
+    mode = str(getattr(resample, "name", resample)).lower()
+    if (
+        not isinstance(matrix, torch.Tensor)
+        or not isinstance(output, torch.Tensor)
+        or mode not in ("bilinear", "nearest")
+    ):
+        return None
+    image = torch.from_numpy(np.array(ctx.source.values))
+    image = image.reshape(-1, *image.shape[-3:])
+    result = host_tensor(output).double()
+    result = result.reshape(-1, *result.shape[-3:])
+    matrix = host_tensor(matrix).double().reshape(-1, 3, 3)
+    if matrix.shape[0] != image.shape[0] or result.shape[:2] != image.shape[:2]:
+        return None
+    expected, inside = warped(image, matrix, (int(result.shape[-2]), int(result.shape[-1])), mode)
+    if not inside.any():
+        return None
+    span = float(np.ptp(ctx.source.values)) or 1.0
+    tolerance = Tolerance("transform-matrix", atol=1e-3 * span, reason="float32 positions: ~1e-5 of a pixel")
+    found = compare_check(
+        "transform_matrix",
+        result.numpy()[inside],
+        expected[inside],
+        tolerance,
+        ctx.output_dtype,
+        "the input warped by it",
+    )
+    if not found.passed:
+        found.message = f"the reported transform_matrix, applied to the input ({mode}): {found.message}"
+        found.cause = "matrix values"
+    return found
+
+
+def _applies(spec: OpSpec, target: Target, mode: str) -> bool:
+    random = spec.module is not None and spec.module.sample is not None
+    return random and in_process_eager(spec, target, mode) and not target.out_of_process
+
+
+register(
+    Check(
+        "transform_matrix",
+        75,
+        "input warped by it",
+        "the transform_matrix a kornia geometric augmentation reports, applied to its input, gives its output "
+        "(a pixel inside the image)",
+        _applies,
+        check_transform_matrix,
+        judges_values=True,
+        relation=True,
+        variant=lambda spec, dtype, mode: dtype in ("float32", "float64"),
+        nothing="the module is not a kornia geometric augmentation, resamples otherwise than bilinear or nearest, or "
+        f"no output pixel's source lies inside the image, or {MATRIX_CASES} cases were checked on this target already",
+    )
+)
