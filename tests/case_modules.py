@@ -46,20 +46,32 @@ def copy_cases(folder: Path, *names: str) -> None:
     (folder / "known_issues.toml").write_text(head + "".join(kept))
 
 
-PLANT_RUN = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1", "--sweep=none"]
+PLANT_RUN = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1"]
 
 
 def failed_lines(result) -> list[str]:
     return [line for line in result.stdout.lines if line.startswith("FAILED ")]
 
 
-def control_then_plant(pytester, plant: str, source: str, module: str, selection: str, said: str, examples: int):
-    """The stock items of `selection` (cases/<module> copied with its known issues) run green with the real library,
-    then fail with `source` as a conftest that plants the bug, saying `said`; returns the planted run's FAILED lines."""
+def control_then_plant(
+    pytester,
+    plant: str,
+    source: str,
+    module: str,
+    selection: str,
+    said: str,
+    examples: int,
+    *,
+    sweep: str = "none",
+    check: str | None = None,
+):
+    """The stock items of `selection` (cases/<module> copied with its known issues; `sweep`: the --sweep the run
+    makes) run green with the real library, then fail with `source` as a conftest that plants the bug, saying `said`
+    (with `check`: only that check's items fail); returns the planted run's FAILED lines."""
     import textwrap
 
     copy_cases(pytester.path / "cases", module)
-    args = [*PLANT_RUN, f"--max-examples={examples}", "cases", "-k", selection]
+    args = [*PLANT_RUN, f"--sweep={sweep}", f"--max-examples={examples}", "cases", "-k", selection]
     control = pytester.runpytest_subprocess(*args)
     outcomes = control.parseoutcomes()
     # a known issue's cases make an item an xfail: the suite's green
@@ -70,4 +82,26 @@ def control_then_plant(pytester, plant: str, source: str, module: str, selection
     failed = failed_lines(planted)
     assert failed, f"the suite missed the plant {plant}:\n{planted.stdout.str()[-3000:]}"
     assert said in planted.stdout.str()
+    if check is not None:
+        assert all(line.split("::")[1].split(" ")[0].endswith(f"-{check}]") for line in failed), failed
     return failed
+
+
+def library_plant(module: str, name: str, planted: str, *, rebind: str) -> str:
+    """A conftest's source that compiles `planted` (a function `name` that may call `_real`, the library's own) into
+    the library module `module`, so its frames are the library's, with the real one's annotations and docstring
+    (what the relations read), and binds it at `rebind` (the public name the case modules call)."""
+    return f"""
+import importlib
+import kornia
+import torch
+
+PLANTED = {planted!r}
+namespace = vars(importlib.import_module({module!r}))
+namespace["_real"] = namespace[{name!r}]
+exec(compile(PLANTED, namespace["__file__"], "exec"), namespace)
+planted = namespace[{name!r}]
+planted.__annotations__, planted.__doc__ = namespace["_real"].__annotations__, namespace["_real"].__doc__
+owner, _, attribute = {rebind!r}.rpartition(".")
+setattr(importlib.import_module(owner), attribute, planted)
+"""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-from case_modules import copy_cases, failed_lines
+from case_modules import control_then_plant
 
 from conformance.spec.signatures import Accepts, other_states
 
@@ -29,20 +29,21 @@ def forward_parameters(self, batch_shape):
 
 K.RandomSolarize.forward_parameters = forward_parameters
 """
-RUN = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1", "--max-examples=10"]
-SELECTION = ["--sweep=kornia.augmentation", "cases", "-k", "sweep_kornia_RandomSolarize"]
 
 
 def test_a_flag_silently_ignored_fails_the_stock_suite_and_the_real_library_passes(pytester, monkeypatch):
     monkeypatch.setenv("CONFORMANCE_RELATIONS", "all")
-    copy_cases(pytester.path / "cases", "test_sweep.py")
-    control = pytester.runpytest_subprocess(*RUN, *SELECTION)
-    assert control.parseoutcomes().get("passed", 0) > 0 and not failed_lines(control), control.stdout.str()[-3000:]
-    pytester.makeconftest(SAME_ON_BATCH_IGNORED)
-    planted = pytester.runpytest_subprocess(*RUN, *SELECTION)
-    failed = failed_lines(planted)
-    assert failed and all("-flags]" in line for line in failed), planted.stdout.str()[-3000:]
-    assert "same_on_batch=True on one image repeated: sample 1" in planted.stdout.str()
+    control_then_plant(
+        pytester,
+        "same-on-batch-ignored",
+        SAME_ON_BATCH_IGNORED,
+        "test_sweep.py",
+        "sweep_kornia_RandomSolarize",
+        "same_on_batch=True on one image repeated: sample 1",
+        examples=10,
+        sweep="kornia.augmentation",
+        check="flags",
+    )
 
 
 class Mode(enum.Enum):

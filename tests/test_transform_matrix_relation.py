@@ -9,7 +9,7 @@ the real library.
 from __future__ import annotations
 
 import torch
-from case_modules import copy_cases, failed_lines
+from case_modules import control_then_plant
 
 from conformance.checks.matrix import warped
 
@@ -26,20 +26,21 @@ def transform_matrix(self):
 
 K.RandomAffine.transform_matrix = property(transform_matrix)
 """
-RUN = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1", "--max-examples=10"]
-SELECTION = ["--sweep=kornia.augmentation", "cases", "-k", "sweep_kornia_RandomAffine"]
 
 
 def test_a_matrix_inconsistent_with_the_output_fails_the_stock_suite_and_the_real_library_passes(pytester, monkeypatch):
     monkeypatch.setenv("CONFORMANCE_RELATIONS", "all")
-    copy_cases(pytester.path / "cases", "test_sweep.py")
-    control = pytester.runpytest_subprocess(*RUN, *SELECTION)
-    assert control.parseoutcomes().get("passed", 0) > 0 and not failed_lines(control), control.stdout.str()[-3000:]
-    pytester.makeconftest(INVERSE_REPORTED)
-    planted = pytester.runpytest_subprocess(*RUN, *SELECTION)
-    failed = failed_lines(planted)
-    assert failed and all("-transform_matrix]" in line for line in failed), planted.stdout.str()[-3000:]
-    assert "the reported transform_matrix, applied to the input" in planted.stdout.str()
+    control_then_plant(
+        pytester,
+        "inverse-reported",
+        INVERSE_REPORTED,
+        "test_sweep.py",
+        "sweep_kornia_RandomAffine",
+        "the reported transform_matrix, applied to the input",
+        examples=10,
+        sweep="kornia.augmentation",
+        check="transform_matrix",
+    )
 
 
 def test_a_warp_by_a_shift_moves_each_pixel_and_masks_the_border():

@@ -8,9 +8,7 @@ real library.
 
 from __future__ import annotations
 
-import textwrap
-
-from case_modules import copy_cases, failed_lines
+from case_modules import control_then_plant
 
 UNBATCHED_PATH_OF_ITS_OWN = """
 import torchvision.transforms.v2 as T
@@ -24,20 +22,21 @@ def transform(self, inpt, params):
 
 T.RandomInvert.transform = transform
 """
-RUN = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1", "--max-examples=10"]
-SELECTION = ["--sweep=torchvision.transforms.v2", "cases", "-k", "sweep_torchvision_RandomInvert"]
 
 
 def test_an_unbatched_path_that_differs_fails_the_stock_suite_and_the_real_library_passes(pytester, monkeypatch):
     monkeypatch.setenv("CONFORMANCE_RELATIONS", "all")
-    copy_cases(pytester.path / "cases", "test_sweep.py")
-    control = pytester.runpytest_subprocess(*RUN, *SELECTION)
-    assert control.parseoutcomes().get("passed", 0) > 0 and not failed_lines(control), control.stdout.str()[-3000:]
-    pytester.makeconftest(textwrap.dedent(UNBATCHED_PATH_OF_ITS_OWN))
-    planted = pytester.runpytest_subprocess(*RUN, *SELECTION)
-    failed = failed_lines(planted)
-    assert failed and all("-unbatched]" in line for line in failed), planted.stdout.str()[-3000:]
-    assert "the image as a batch of one, against it unbatched" in planted.stdout.str()
+    control_then_plant(
+        pytester,
+        "unbatched-path-of-its-own",
+        UNBATCHED_PATH_OF_ITS_OWN,
+        "test_sweep.py",
+        "sweep_torchvision_RandomInvert",
+        "the image as a batch of one, against it unbatched",
+        examples=10,
+        sweep="torchvision.transforms.v2",
+        check="unbatched",
+    )
 
 
 def test_an_image_documented_with_a_batch_dimension_is_not_given_unbatched():

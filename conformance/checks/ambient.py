@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import IDENTICAL, FirstCases, differs, in_process_eager, usable
+from conformance.checks.forms import IDENTICAL, FirstCases, differs, eager_tensor_call, usable
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.devices.calls import run_op
 from conformance.devices.targets import Target
@@ -122,7 +122,7 @@ register(
         "plain call",
         "the op under torch.autocast (float32 images), inference_mode and deterministic algorithms gives the plain "
         "call's dtype and values (autocast: within its dtype's roundings)",
-        lambda spec, target, mode: in_process_eager(spec, target, mode) and not spec.host_only,
+        eager_tensor_call,
         check_ambient,
         judges_values=True,
         relation=True,

@@ -23,7 +23,7 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered, given
-from conformance.checks.forms import FirstCases, differs, in_process_eager, usable
+from conformance.checks.forms import FirstCases, differs, eager_tensor_call, usable
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.devices.entry import Entry
 from conformance.devices.targets import Target
@@ -98,7 +98,7 @@ register(
         "plain call",
         "each argument of the library callable the op enters, given as another type its signature accepts (a float "
         "as a tensor, a string as an enum, ...), gives the same output",
-        lambda spec, target, mode: in_process_eager(spec, target, mode) and not spec.host_only,
+        eager_tensor_call,
         check_types,
         judges_values=True,
         relation=True,

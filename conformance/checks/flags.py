@@ -22,12 +22,11 @@ import numpy as np
 
 from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered, given
-from conformance.checks.forms import FirstCases, declared, differs, in_process_eager
+from conformance.checks.forms import FirstCases, declared, differs, eager_tensor_call
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.devices.entry import Entry
-from conformance.devices.targets import CPU, Target
+from conformance.devices.targets import CPU
 from conformance.devices.virtual.tensor import holds_values, host_tensor
-from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import peak, to_float64
 from conformance.spec.signatures import Encoding, accepted, other_states
 from conformance.spec.tolerances import Tolerance
@@ -114,10 +113,6 @@ def check_flags(ctx: CaseContext) -> CheckOutcome | None:
     return CheckOutcome("flags", True, details={"callable": entry.name, "tried": tried}) if tried else None
 
 
-def _applies(spec: OpSpec, target: Target, mode: str) -> bool:
-    return in_process_eager(spec, target, mode) and not spec.host_only and not target.out_of_process
-
-
 register(
     Check(
         "flags",
@@ -125,7 +120,7 @@ register(
         "cpu, same state",
         "each other state of every flag and enum-valued argument of the library callable the op enters: on an "
         "accelerator as on the cpu; same_on_batch=True on one image repeated gives it back repeated",
-        _applies,
+        eager_tensor_call,
         check_flags,
         judges_values=True,
         relation=True,

@@ -241,6 +241,12 @@ def in_process_eager(spec: OpSpec, target: Target, mode: str) -> bool:
     return not target.compiled and valid_inputs(spec, target, mode)
 
 
+def eager_tensor_call(spec: OpSpec, target: Target, mode: str) -> bool:
+    """Eager calls of a tensor op on the target in this process: where a relation calls the op again (an op on
+    host objects, PIL's, enters no library callable on a device)."""
+    return in_process_eager(spec, target, mode) and not spec.host_only
+
+
 register(
     Check(
         "module",

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import FirstCases, in_process_eager, usable
+from conformance.checks.forms import FirstCases, eager_tensor_call, usable
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.devices.calls import run_op
 from conformance.devices.targets import Target
@@ -121,7 +121,7 @@ def check_transform_matrix(ctx: CaseContext) -> CheckOutcome | None:
 
 def _applies(spec: OpSpec, target: Target, mode: str) -> bool:
     random = spec.module is not None and spec.module.sample is not None
-    return random and in_process_eager(spec, target, mode) and not target.out_of_process
+    return random and eager_tensor_call(spec, target, mode)
 
 
 register(

@@ -27,7 +27,7 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered, given
-from conformance.checks.forms import FirstCases, in_process_eager
+from conformance.checks.forms import FirstCases, eager_tensor_call
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.devices.entry import Entry
 from conformance.devices.targets import Target
@@ -130,8 +130,7 @@ def check_param_gradient(ctx: CaseContext) -> CheckOutcome | None:
 
 def _applies(spec: OpSpec, target: Target, mode: str) -> bool:
     random = spec.module is not None and spec.module.sample is not None
-    plain = in_process_eager(spec, target, mode) and not spec.host_only and not target.out_of_process
-    return plain and not random and not target.backward_by_walking
+    return eager_tensor_call(spec, target, mode) and not random and not target.backward_by_walking
 
 
 register(

@@ -16,12 +16,10 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered
-from conformance.checks.forms import in_process_eager
+from conformance.checks.forms import eager_tensor_call
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.devices.entry import Entry
-from conformance.devices.targets import Target
 from conformance.spec.documented import OutputRange, output_ranges
-from conformance.spec.opspec import OpSpec
 from conformance.spec.signatures import function_twin
 
 _documents: dict[str, bool] = {}  # op -> whether the callable it enters documents a range (read on its first case)
@@ -66,10 +64,6 @@ def check_ranges(ctx: CaseContext) -> CheckOutcome | None:
     return CheckOutcome("ranges", True, details={"callable": entry.name, "ranges": [s.text for s in held]})
 
 
-def _applies(spec: OpSpec, target: Target, mode: str) -> bool:
-    return in_process_eager(spec, target, mode) and not spec.host_only and not target.out_of_process
-
-
 register(
     Check(
         "ranges",
@@ -77,7 +71,7 @@ register(
         "documented range",
         "the output's values stay in the ranges the Returns section of the library callable's docstring gives "
         "(inputs in [0, 1])",
-        _applies,
+        eager_tensor_call,
         check_ranges,
         reads_values=True,
         relation=True,
