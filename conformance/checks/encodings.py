@@ -58,7 +58,7 @@ def check_types(ctx: CaseContext) -> CheckOutcome | None:
         return None
     if not _first_cases.take(ctx):
         return None  # this variant's first cases were checked on this target
-    random = ctx.spec.module is not None and ctx.spec.module.sample is not None
+    random = ctx.spec.samples
     sampled = None if random else ctx.sampled  # a random module draws with each encoding (seeded alike)
     entry, plain = entered(ctx, sampled)
     if entry is None:

@@ -92,7 +92,7 @@ def check_flags(ctx: CaseContext) -> CheckOutcome | None:
     if entry is None:
         return None
     tried: list[str] = []
-    random = ctx.spec.module is not None and ctx.spec.module.sample is not None
+    random = ctx.spec.samples
     if random and (found := _same_on_batch(ctx, entry)) is not None:
         if not found.passed:
             return found

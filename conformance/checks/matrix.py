@@ -120,7 +120,7 @@ def check_transform_matrix(ctx: CaseContext) -> CheckOutcome | None:
 
 
 def _applies(spec: OpSpec, target: Target, mode: str) -> bool:
-    random = spec.module is not None and spec.module.sample is not None
+    random = spec.samples
     return random and eager_tensor_call(spec, target, mode)
 
 

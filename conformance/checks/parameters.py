@@ -129,7 +129,7 @@ def check_param_gradient(ctx: CaseContext) -> CheckOutcome | None:
 
 
 def _applies(spec: OpSpec, target: Target, mode: str) -> bool:
-    random = spec.module is not None and spec.module.sample is not None
+    random = spec.samples
     return eager_tensor_call(spec, target, mode) and not random and not target.backward_by_walking
 
 

@@ -103,7 +103,7 @@ def check_sampling(ctx: CaseContext) -> CheckOutcome | None:
 
 
 def _random_module(spec: OpSpec, target: Target, mode: str) -> bool:
-    return spec.module is not None and spec.module.sample is not None and valid_inputs(spec, target, mode)
+    return spec.samples and valid_inputs(spec, target, mode)
 
 
 register(

@@ -257,6 +257,11 @@ class OpSpec:
             *(("batch",) if self.batch_consistent else ()),
         )
 
+    @property
+    def samples(self) -> bool:
+        """A random module that draws its own parameters (they are replayed to every target)."""
+        return self.module is not None and self.module.sample is not None
+
     def other_form(self) -> OpSpec | None:
         """This op as its counterpart (the same spec calling the other form), or None."""
         if self.counterpart is None:
