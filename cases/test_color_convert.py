@@ -193,7 +193,7 @@ RGB_TO_HSV = Operation(
             counterpart=_kornia_class("RgbToHsv", lambda image: image, _hue_in_turns),
             dtypes=KORNIA_DTYPES,
             description="kornia.color.rgb_to_hsv, hue / 2 pi",
-            spec={"keeps_memory_format": False},
+            spec={"keeps_memory_format": False, "needs": ("kornia.color.rgb_to_hsv",)},
         ),
         Implementation(
             library=OPENCV,
@@ -292,7 +292,7 @@ HSV_TO_RGB = Operation(
             counterpart=_kornia_class("HsvToRgb", _hue_in_radians, lambda image: image),
             dtypes=KORNIA_DTYPES,
             description="kornia.color.hsv_to_rgb, hue x 2 pi",
-            spec={"keeps_memory_format": False},
+            spec={"keeps_memory_format": False, "needs": ("kornia.color.hsv_to_rgb",)},
         ),
         Implementation(
             library=OPENCV,

@@ -28,11 +28,12 @@ def copy_cases(folder: Path, *names: str) -> None:
     import tomllib
 
     folder.mkdir(parents=True, exist_ok=True)
-    ops = []
+    ops, optional = [], []
     for name in names:
         shutil.copy(CASES / name, folder / name)
         module = case_module(name.removesuffix(".py"))
         ops += [test.conformance_spec.name for test in vars(module).values() if hasattr(test, "conformance_spec")]
+        optional += getattr(module, "CONFORMANCE_OPTIONAL_OPS", ())  # ops made by an option (the sweep's)
     text = (CASES / "known_issues.toml").read_text()
     head, *entries = re.split(r"(?m)^(?=\[\[issue\]\])", text)
     kept = []
@@ -40,7 +41,11 @@ def copy_cases(folder: Path, *names: str) -> None:
         found = re.search(r'(?m)^op = ("[^"\n]*"|\[[^\]]*\])', entry)
         globs = tomllib.loads(f"op = {found[1]}")["op"]
         globs = [globs] if isinstance(globs, str) else globs
-        mine = [glob for glob in globs if any(fnmatch.fnmatchcase(op, glob) for op in ops)]
+        mine = [
+            glob
+            for glob in globs
+            if any(fnmatch.fnmatchcase(op, glob) for op in ops) or any(fnmatch.fnmatchcase(glob, o) for o in optional)
+        ]
         if mine:  # a list keeps the globs of the copied modules' ops only
             kept.append(entry[: found.start(1)] + json.dumps(mine) + entry[found.end(1) :])
     (folder / "known_issues.toml").write_text(head + "".join(kept))
@@ -63,11 +68,12 @@ def control_then_plant(
     examples: int,
     *,
     sweep: str = "none",
-    check: str | None = None,
+    check: str | tuple[str, ...] | None = None,
 ):
     """The stock items of `selection` (cases/<module> copied with its known issues; `sweep`: the --sweep the run
     makes) run green with the real library, then fail with `source` as a conftest that plants the bug, saying `said`
-    (with `check`: only that check's items fail); returns the planted run's FAILED lines."""
+    (with `check`: only the items of that check, or of the checks named, fail); returns the planted run's FAILED
+    lines."""
     import textwrap
 
     copy_cases(pytester.path / "cases", module)
@@ -83,7 +89,8 @@ def control_then_plant(
     assert failed, f"the suite missed the plant {plant}:\n{planted.stdout.str()[-3000:]}"
     assert said in planted.stdout.str()
     if check is not None:
-        assert all(line.split("::")[1].split(" ")[0].endswith(f"-{check}]") for line in failed), failed
+        checks = (check,) if isinstance(check, str) else check
+        assert all(line.split("::")[1].split(" ")[0].rsplit("-", 1)[1][:-1] in checks for line in failed), failed
     return failed
 
 

@@ -3,7 +3,7 @@
 The plant is kornia's RandomAffine reporting the inverse of the matrix it warped with (what a warp that samples
 source positions computes first): the output is the library's, so every value check passes it, and before the
 relation no check read the matrix.  The relation warps the input with the reported matrix and fails it, and passes
-the real library.
+the real library; `inverse`, whose inverse() undoes the warp with the reported matrix, fails it too.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_a_matrix_inconsistent_with_the_output_fails_the_stock_suite_and_the_rea
         "the reported transform_matrix, applied to the input",
         examples=10,
         sweep="kornia.augmentation",
-        check="transform_matrix",
+        check=("transform_matrix", "inverse"),  # inverse() undoes the warp with the reported matrix: it fails too
     )
 
 

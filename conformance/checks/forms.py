@@ -181,18 +181,18 @@ def earlier_recipes(spec: OpSpec, recipe: Recipe, mode: str) -> list[tuple[str, 
     return found
 
 
-def _reused(spec: OpSpec) -> OpSpec:
-    """The spec with a build that makes its module once and returns that same instance on every later call."""
+def keeping(spec: OpSpec, built: list[torch.nn.Module], *, once: bool = False) -> OpSpec:
+    """The spec with a build that appends each module it makes to `built` (the caller reads the instance the call
+    used); `once`: it makes one and returns that same instance on every later call."""
     assert spec.module is not None
-    made: list[torch.nn.Module] = []
     build = spec.module.build
 
-    def once(params: dict[str, Any]) -> torch.nn.Module:
-        if not made:
-            made.append(build(params))
-        return made[0]
+    def kept(params: dict[str, Any]) -> torch.nn.Module:
+        if not (once and built):
+            built.append(build(params))
+        return built[-1]
 
-    return dataclasses.replace(spec, module=dataclasses.replace(spec.module, build=once))
+    return dataclasses.replace(spec, module=dataclasses.replace(spec.module, build=kept))
 
 
 def check_history(ctx: CaseContext) -> CheckOutcome | None:
@@ -203,7 +203,7 @@ def check_history(ctx: CaseContext) -> CheckOutcome | None:
         return None  # no output of a fresh instance to hold the reused one to (the error item carries a raise)
     if not _history_cases.take(ctx):
         return None  # this variant's first cases were checked on this target
-    reused = _reused(form)
+    reused = keeping(form, [], once=True)
     sequence: list[tuple[str, CheckOutcome | None]] = []
     for label, recipe in earlier_recipes(form, ctx.case.recipe, ctx.mode):
         image = InputImage.make(recipe)

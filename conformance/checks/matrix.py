@@ -15,7 +15,8 @@ identity while its values change), float32 and float64 images.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import FirstCases, eager_tensor_call, usable
+from conformance.checks.forms import FirstCases, eager_tensor_call, keeping, usable
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.devices.calls import run_op
 from conformance.devices.targets import Target
@@ -35,21 +36,11 @@ MATRIX_CASES = 5
 _first_cases = FirstCases(MATRIX_CASES)
 GEOMETRIC_BASE = "GeometricAugmentationBase2D"  # kornia's base class of the augmentations that report a warp
 HALF_PIXEL_TIE = 1e-3
+WARP_MODES = ("bilinear", "nearest")
 
 
 def geometric(module: Any) -> bool:
     return any(cls.__name__ == GEOMETRIC_BASE for cls in type(module).__mro__)
-
-
-def _keeping(spec: OpSpec, built: list[torch.nn.Module]) -> OpSpec:
-    assert spec.module is not None
-    build = spec.module.build
-
-    def kept(params: dict[str, Any]) -> torch.nn.Module:
-        built.append(build(params))
-        return built[-1]
-
-    return dataclasses.replace(spec, module=dataclasses.replace(spec.module, build=kept))
 
 
 def warped(image: torch.Tensor, matrix: torch.Tensor, size: tuple[int, int], mode: str) -> tuple[Any, Any]:
@@ -74,24 +65,37 @@ def warped(image: torch.Tensor, matrix: torch.Tensor, size: tuple[int, int], mod
     return found.numpy(), inside.reshape(matrix.shape[0], 1, height, width).expand_as(found).numpy()
 
 
-def check_transform_matrix(ctx: CaseContext) -> CheckOutcome | None:
-    if ctx.case.recipe.empty or ctx.output64 is None or not _first_cases.take(ctx):
-        return None
+@dataclass(frozen=True)
+class Warp:
+    """What a kornia geometric augmentation did to one case: its input and output as host float64 (B, C, H, W),
+    the matrix it reported inside the call (B, 3, 3), its resampling, and what `after` returned there."""
+
+    image: torch.Tensor
+    output: torch.Tensor
+    matrix: torch.Tensor
+    mode: str
+    after: Any = None
+
+
+def geometric_warp(ctx: CaseContext, after: Callable[[Any, torch.Tensor], Any] | None = None) -> Warp | None:
+    """The case's call of a kornia geometric augmentation on the target, with its reported matrix and
+    `after(module, output)` read inside the call (None: the op is no such augmentation, resamples otherwise than
+    bilinear or nearest, or did not run)."""
     built: list[torch.nn.Module] = []
-    spec = _keeping(ctx.spec, built)
-    read = lambda output: (output, getattr(built[-1], "transform_matrix", None))  # noqa: E731 - inside the call
+    spec = keeping(ctx.spec, built)
+
+    def read(output: Any) -> tuple[Any, Any, Any]:
+        module = built[-1]
+        return output, getattr(module, "transform_matrix", None), after(module, output) if after else None
+
     run = run_op(spec, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s, then=read)
     if not usable(run) or run.error is not None or not built or not geometric(built[-1]):
         return None
-    output, matrix = run.output
+    output, matrix, later = run.output
     flags = getattr(built[-1], "flags", None)
-    resample = flags.get("resample") if isinstance(flags, dict) else None
+    resample = flags.get("resample", "nearest") if isinstance(flags, dict) else None  # none: whole pixels (a flip)
     mode = str(getattr(resample, "name", resample)).lower()
-    if (
-        not isinstance(matrix, torch.Tensor)
-        or not isinstance(output, torch.Tensor)
-        or mode not in ("bilinear", "nearest")
-    ):
+    if not isinstance(matrix, torch.Tensor) or not isinstance(output, torch.Tensor) or mode not in WARP_MODES:
         return None
     image = torch.from_numpy(np.array(ctx.source.values))
     image = image.reshape(-1, *image.shape[-3:])
@@ -100,21 +104,35 @@ def check_transform_matrix(ctx: CaseContext) -> CheckOutcome | None:
     matrix = host_tensor(matrix).double().reshape(-1, 3, 3)
     if matrix.shape[0] != image.shape[0] or result.shape[:2] != image.shape[:2]:
         return None
-    expected, inside = warped(image, matrix, (int(result.shape[-2]), int(result.shape[-1])), mode)
+    return Warp(image, result, matrix, mode, later)
+
+
+def content_tolerance(ctx: CaseContext) -> Tolerance:
+    span = float(np.ptp(ctx.source.values)) or 1.0
+    return Tolerance("transform-matrix", atol=1e-3 * span, reason="float32 positions: ~1e-5 of a pixel")
+
+
+def check_transform_matrix(ctx: CaseContext) -> CheckOutcome | None:
+    if ctx.case.recipe.empty or ctx.output64 is None or not _first_cases.take(ctx):
+        return None
+    warp = geometric_warp(ctx)
+    if warp is None:
+        return None
+    expected, inside = warped(
+        warp.image, warp.matrix, (int(warp.output.shape[-2]), int(warp.output.shape[-1])), warp.mode
+    )
     if not inside.any():
         return None
-    span = float(np.ptp(ctx.source.values)) or 1.0
-    tolerance = Tolerance("transform-matrix", atol=1e-3 * span, reason="float32 positions: ~1e-5 of a pixel")
     found = compare_check(
         "transform_matrix",
-        result.numpy()[inside],
+        warp.output.numpy()[inside],
         expected[inside],
-        tolerance,
+        content_tolerance(ctx),
         ctx.output_dtype,
         "the input warped by it",
     )
     if not found.passed:
-        found.message = f"the reported transform_matrix, applied to the input ({mode}): {found.message}"
+        found.message = f"the reported transform_matrix, applied to the input ({warp.mode}): {found.message}"
         found.cause = "matrix values"
     return found
 

@@ -104,20 +104,25 @@ def unmet(name: str, requires: Mapping[str, str]) -> str | None:
     return None
 
 
-def reachable(dotted: str) -> bool:
-    """Whether a dotted name (a module, then attributes) exists in the imported libraries."""
+def resolved(dotted: str) -> object | None:
+    """What a dotted name (a module, then attributes) names in the imported libraries, or None."""
     parts = dotted.split(".")
     for split in range(len(parts), 0, -1):
         try:
-            found = importlib.import_module(".".join(parts[:split]))
+            found: object = importlib.import_module(".".join(parts[:split]))
         except Exception:  # noqa: BLE001 - not a module (or one that fails to import): try a shorter prefix
             continue
         for attribute in parts[split:]:
             if not hasattr(found, attribute):
-                return False
+                return None
             found = getattr(found, attribute)
-        return True
-    return False
+        return found
+    return None
+
+
+def reachable(dotted: str) -> bool:
+    """Whether a dotted name (a module, then attributes) exists in the imported libraries."""
+    return resolved(dotted) is not None
 
 
 def missing(name: str, needs: tuple[str, ...] | list[str]) -> str | None:
