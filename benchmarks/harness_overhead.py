@@ -252,8 +252,8 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from conformance.checks.context import expected_output
-    from conformance.checks.forms import HISTORY_CASES, earlier_recipes
     from conformance.checks.gradients import make_probe
+    from conformance.checks.history import HISTORY_CASES, earlier_recipes
     from conformance.checks.pil import PIL_DTYPES, PIL_MODES, from_pil, to_pil
     from conformance.devices.backward import vjp_by_walking
     from conformance.devices.calls import on_target, sample_params

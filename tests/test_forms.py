@@ -7,7 +7,7 @@ import torch
 from planted_ops import bilinear_reference as spec_reference
 from planted_ops import good_resize, make_spec, shifted_resize
 
-from conformance.checks import forms
+from conformance.checks import history
 from conformance.checks.registry import REGISTRY
 from conformance.devices.targets import CPU, virtual_targets
 from conformance.engine.cases import CaseCache, check_case
@@ -49,7 +49,7 @@ def with_counterpart(call, module_class=Resizing, module_call=good_resize):
 
 @pytest.fixture(autouse=True)
 def every_case_checked(monkeypatch):
-    monkeypatch.setattr(forms, "_history_cases", forms.FirstCases(forms.HISTORY_CASES))
+    monkeypatch.setattr(history, "_history_cases", history.FirstCases(history.HISTORY_CASES))
 
 
 @pytest.mark.parametrize("target", [CPU, virtual_targets(2)[1]], ids=["cpu", "vcuda:1"])
@@ -83,17 +83,45 @@ def test_a_module_that_keeps_its_first_size_fails_the_history_check_not_the_othe
     spec = make_spec("stateful", good_resize)
     spec = dataclasses.replace(spec, call=None, module=ModuleOp(build=lambda p: RemembersItsFirstSize(p["size"])))
     outcomes = run(spec)
-    history = outcomes["history"]
-    assert not history.passed and history.cause == "state values"
+    found = outcomes["history"]
+    assert not found.passed and found.cause == "state values"
     assert "one instance called on 23x17, then 19x24, batch 3, then uint8, then this case: on 19x24, batch 3" in (
-        history.message
+        found.message
     )
     assert outcomes["reference"].passed and outcomes["invariants"].passed  # a fresh instance is right
 
 
+class DrawsForItsFirstSize(Resizing):
+    """A random module whose sampler keeps what it computed for the first input's size (kornia 0.6.9's
+    LongestMaxSize kept its first output size): replayed parameters hide it, its own draws do not."""
+
+    def draw(self, shape):
+        if not hasattr(self, "first"):
+            self.first = list(shape[-2:])
+        return {"source_size": torch.tensor(self.first)}
+
+    def forward(self, image, params=None):
+        return good_resize(image, {"size": self.size})
+
+
+def test_a_random_module_that_keeps_what_it_drew_first_fails_the_history_check():
+    module = ModuleOp(
+        build=lambda p: DrawsForItsFirstSize(p["size"]),
+        sample=lambda module, image, params: module.draw(image.shape),
+        forward=lambda module, image, params, sampled: module(image, params=sampled),
+    )
+    spec = dataclasses.replace(make_spec("draws", good_resize), call=None, module=module, reference=None)
+    found = run(spec)["history"]
+    assert not found.passed and found.cause == "state sampled"
+    assert "on its own draw for this case, it draws source_size = [23, 17] where a fresh instance draws [17, 23]" in (
+        found.message
+    )
+    assert [step["same"] for step in found.details["sequence"]] == [True, True, True, True, False]
+
+
 def test_history_checks_only_the_first_cases_of_a_variant_on_a_target():
     spec = with_counterpart(good_resize)
-    for _ in range(forms.HISTORY_CASES):
+    for _ in range(history.HISTORY_CASES):
         assert run(spec)["history"].passed
     assert "history" not in run(spec)  # nothing to check: this variant's first cases were checked
 
@@ -122,4 +150,5 @@ def test_a_sampler_that_refuses_an_earlier_input_skips_that_input_not_the_item()
     spec = dataclasses.replace(spec, reference=lambda image, case, sampled: spec_reference(image, case))
     history = run(spec)["history"]
     assert history.passed
-    assert [step["input"] for step in history.details["sequence"]] == ["23x17", "uint8", "this case"]
+    steps = [step["input"] for step in history.details["sequence"]]
+    assert steps == ["23x17", "uint8", "this case", "its own draw for this case"]

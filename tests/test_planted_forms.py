@@ -1,6 +1,7 @@
 """A module that forwards a parameter wrongly to its function, and a module that keeps state from its first call
 into later ones, fail the stock suite's own items (the `module` and `history` checks), while the real library
-passes the same items.
+passes the same items; so does a random module whose sampler keeps what it drew for its first input, which replayed
+parameters never reach (the history check's own draws).
 
 Each plant is a conftest that replaces one library method before the case modules import it, in a process of its
 own.  The suite as it stood before these checks (one call of a freshly built op per case) passed both plants.
@@ -41,6 +42,22 @@ def transform(self, inpt, params):
 T.Normalize.transform = transform
 """
 
+DRAWS_FOR_ITS_FIRST_SIZE = """
+import torch
+import kornia.augmentation as K
+
+_real = K.LongestMaxSize.forward_parameters
+
+def forward_parameters(self, batch_shape):
+    # the plant: the parameters are computed for the first input's size and kept, as kornia 0.6.9's LongestMaxSize
+    # kept its first output size (kornia#2123).  Replayed parameters (every check before) never reach it.
+    if not hasattr(self, "_first_size"):
+        self._first_size = tuple(batch_shape[-2:])
+    return _real(self, torch.Size((*batch_shape[:-2], *self._first_size)))
+
+K.LongestMaxSize.forward_parameters = forward_parameters
+"""
+
 PLANTS = {
     "module-forwards-a-parameter-wrongly": (
         WRONG_PARAMETER,
@@ -60,3 +77,17 @@ PLANTS = {
 @pytest.mark.parametrize("plant", sorted(PLANTS))
 def test_a_planted_module_bug_fails_the_stock_suite_and_the_real_library_passes(pytester, plant):
     control_then_plant(pytester, plant, *PLANTS[plant], examples=20)
+
+
+def test_a_module_that_draws_for_its_first_size_fails_the_stock_suite_and_the_real_library_passes(pytester):
+    control_then_plant(
+        pytester,
+        "draws-for-its-first-size",
+        DRAWS_FOR_ITS_FIRST_SIZE,
+        "test_sweep.py",
+        "sweep_kornia_LongestMaxSize",
+        "on its own draw for this case, it draws",
+        examples=5,
+        sweep="kornia.augmentation",
+        check="history",
+    )
