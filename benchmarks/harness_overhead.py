@@ -189,8 +189,8 @@ def isa_worker(modules: list[str]) -> None:
                 )
             else:
                 output = spec.call(image, dict(case.params))
-            if spec.read_output is not None:
-                output = spec.read_output(output)
+            if spec.returns.read is not None:
+                output = spec.returns.read(output)
             output = output.detach().to(torch.float64).numpy() if isinstance(output, torch.Tensor) else None
         except Exception:  # noqa: BLE001 - invalid inputs on purpose, and known crashes
             output = None
@@ -286,7 +286,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                 if then is not None:
                     output = then(output)
                 target.synchronize()
-            return spec.read_output(output) if spec.read_output is not None and then is None else output
+            return spec.returns.read(output) if spec.returns.read is not None and then is None else output
         except Exception:  # noqa: BLE001 - invalid inputs on purpose, and known crashes
             return None
         finally:

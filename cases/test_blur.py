@@ -47,6 +47,7 @@ from conformance import (
     ModuleOp,
     Operation,
     Recipe,
+    Returns,
     Rule,
     Tolerance,
     batched,
@@ -374,7 +375,7 @@ KORNIA_SPEC = {
     "features": blur_features({}),
     "keeps_memory_format": False,
     # kornia 0.9: "integer or bool input is blurred in float32 and the output is float32"; floats keep theirs
-    "output_dtype": lambda case: "float32" if case.recipe.dtype == "uint8" else case.recipe.dtype,
+    "returns": Returns(dtype=lambda case: "float32" if case.recipe.dtype == "uint8" else case.recipe.dtype),
     "needs": ("kornia.filters.gaussian_blur2d",),
 }
 

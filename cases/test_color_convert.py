@@ -39,6 +39,7 @@ from conformance import (
     Operation,
     OpSpec,
     Recipe,
+    Returns,
     Rule,
     Tolerance,
     image_recipes,
@@ -127,7 +128,7 @@ def hsv_features(case: Case) -> dict[str, Any]:
 
 # canonical units: float (uint8 -> float32; kornia keeps its float dtype)
 UNIT_OUTPUT = {
-    "output_dtype": lambda case: "float32" if case.recipe.dtype == "uint8" else case.recipe.dtype,
+    "returns": Returns(dtype=lambda case: "float32" if case.recipe.dtype == "uint8" else case.recipe.dtype),
     "features": hsv_features,
 }
 

@@ -42,6 +42,7 @@ from conformance import (
     ModuleOp,
     Operation,
     Recipe,
+    Returns,
     Rule,
     Tolerance,
     image_recipes,
@@ -262,7 +263,7 @@ TO_DTYPE = Operation(
     tolerances=TOLERANCES,
     recipes=dtype_recipes,
     spec={
-        "output_dtype": lambda case: case.params["dtype"],
+        "returns": Returns(dtype=lambda case: case.params["dtype"]),
         "features": features,
         **({} if UINT16_OK else {"narrowed": UINT16_NARROWED}),
     },

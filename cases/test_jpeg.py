@@ -38,6 +38,7 @@ from conformance import (
     Operation,
     OpSpec,
     Recipe,
+    Returns,
     Rule,
     Tolerance,
     keywords,
@@ -50,6 +51,7 @@ from conformance.spec.jpeg import (
     jpeg_recipes,
     jpeg_reference,
     jpeg_timing,
+    one_image_timing,
     pillow_decode,
     pillow_encode,
     pillow_round_trip,
@@ -281,8 +283,7 @@ TORCHCODEC_CUDA = "TorchCodec runs JPEG on CUDA devices with nvJPEG"
 CODEC_SPEC = {
     "fidelity": FIDELITY,
     "keeps_memory_format": False,
-    "timing": jpeg_timing,
-    "timing_batched": False,
+    "timing": one_image_timing,
     "mode_recipes": partial(jpeg_recipes, batch_dims=(0, 0)),
 }
 DECODE_HOST = "the image is encoded by Pillow on the host"
@@ -361,7 +362,7 @@ ENCODE_OPERATION = Operation(
     + [("float32", "float-image")],
     tolerances=LIBJPEG,
     optional=lambda mode: () if mode in QUALITY_MODES else ("quality",),
-    spec=CODEC_SPEC | {"host_output": ENCODE_HOST, "output_dtype": lambda case: "uint8"},
+    spec=CODEC_SPEC | {"returns": Returns(dtype=lambda case: "uint8", host=ENCODE_HOST)},
     implementations=[
         # torchvision and TorchCodec document quality=75; OpenCV documents IMWRITE_JPEG_QUALITY=95
         Implementation(

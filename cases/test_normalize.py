@@ -37,6 +37,7 @@ from conformance import (
     ModuleOp,
     Operation,
     Recipe,
+    Returns,
     Rule,
     Tolerance,
     image_recipes,
@@ -263,7 +264,9 @@ NORMALIZE_OPERATION = Operation(
             description="kornia.enhance.normalize",
             spec={
                 "needs": ("kornia.enhance.normalize",),
-                "output_dtype": lambda case: "float32" if case.recipe.dtype in INTEGERS else case.recipe.dtype,
+                "returns": Returns(
+                    dtype=lambda case: "float32" if case.recipe.dtype in INTEGERS else case.recipe.dtype
+                ),
             },
         ),
     ],

@@ -26,7 +26,18 @@ import torchvision.transforms.v2 as T_v2
 import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
-from conformance import Case, Counterpart, ExpectedError, ModuleOp, OpSpec, Recipe, Rule, Tolerance, image_recipes
+from conformance import (
+    Case,
+    Counterpart,
+    ExpectedError,
+    ModuleOp,
+    OpSpec,
+    Recipe,
+    Returns,
+    Rule,
+    Tolerance,
+    image_recipes,
+)
 
 PIL_CHANNELS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4, "F": 1}
 UINT8_MODES = ("L", "LA", "RGB", "RGBA")
@@ -137,9 +148,7 @@ def _to_pil_spec(name: str, description: str, **how: Any) -> OpSpec:
         error_modes=TO_PIL_ERRORS,
         tolerances=EXACT,
         mode_recipes=pil_recipes,
-        output_dtype=pil_output_dtype,
-        read_output=pil_as_tensor,
-        host_output=HOST,
+        returns=Returns(dtype=pil_output_dtype, read=pil_as_tensor, host=HOST),
         needs=(description.split(" ")[0],),
         **how,
     )
@@ -204,8 +213,7 @@ def _round_trip_spec(
         params=no_params,
         tolerances=tolerances,
         mode_recipes=pil_recipes,
-        output_dtype=output_dtype,
-        host_output=HOST,
+        returns=Returns(dtype=output_dtype, host=HOST),
         needs=(description, "torchvision.transforms.v2.functional.to_pil_image"),
         counterpart=None if module is None else Counterpart(name=module, module=ModuleOp(build=build, forward=forward)),
     )

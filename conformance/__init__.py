@@ -8,6 +8,7 @@ The public API for case modules (every name a case module needs, importable from
                   `history` checks; module_class(dotted, arguments) makes one from a library's class
   ExpectedError   what an invalid input must raise, for OpSpec(error_modes=...)
   Accepted        a library's documented acceptance of an invalid input, for Implementation(accepts=...)
+  Returns         what an op returns where it is not an image tensor of the input's dtype, for OpSpec(returns=...)
   Operation, Implementation, keywords, OMIT
                   one operation implemented by several libraries (conformance.spec.operations, .implementations)
   TV2, TV1, TVIO, KORNIA, PILLOW, OPENCV, TORCHCODEC
@@ -40,7 +41,7 @@ _PUBLIC = {
     "versions": "conformance.spec.versions",
     **dict.fromkeys(("Rule", "Tolerance", "UNCALIBRATED"), "conformance.spec.tolerances"),
     **dict.fromkeys(("Case", "Recipe", "CONTENTS", "materialize", "peak", "to_float64"), "conformance.spec.recipes"),
-    **dict.fromkeys(("Accepted", "ExpectedError"), "conformance.spec.domain"),
+    **dict.fromkeys(("Accepted", "ExpectedError", "Returns"), "conformance.spec.domain"),
     "OpSpec": "conformance.spec.opspec",
     **dict.fromkeys(("ModuleOp", "Counterpart", "module_class"), "conformance.spec.forms"),
     "Operation": "conformance.spec.operations",

@@ -178,7 +178,7 @@ def check_invariants(ctx: CaseContext) -> CheckOutcome | None:
     shape = expected_shape(ctx)
     if shape is not None and tuple(output.shape) != shape:
         problems.append(("shape", f"shape: returned {tuple(output.shape)}, expected {shape}"))
-    keep_format = spec.keeps_memory_format and spec.read_output is None and not spec.host_output
+    keep_format = spec.keeps_memory_format and spec.returns.read is None and not spec.returns.host
     kept = memory_formats(tensor_in)  # a strided (non-dense) input has no format to keep
     if kept and keep_format and not kept & memory_formats(output) and not _view_of(output, tensor_in):
         problems.append(

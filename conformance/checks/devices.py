@@ -39,20 +39,20 @@ def _plane(value: Any) -> int | None:
 def device_problems(ctx: CaseContext, run: OpRun, log: PlacementLog | None, how: str = "") -> list[tuple[str, str]]:
     """Output on the wrong device, image data copied between host and device, module tensors used off target."""
     spec, problems = ctx.spec, []
-    expected = torch.device("cpu") if spec.host_output else ctx.tensor_in.device
+    expected = torch.device("cpu") if spec.returns.host else ctx.tensor_in.device
     device = getattr(run.output, "device", None)
     if isinstance(run.output, torch.Tensor) and device != expected:
         problems.append(
             (
                 "output device",
                 f"{how}output on {device}, input on {ctx.tensor_in.device}"
-                + (" (this op's output belongs on the host)" if spec.host_output else ""),
+                + (" (this op's output belongs on the host)" if spec.returns.host else ""),
             )
         )
     if log is not None:
         problems += [("left behind", f"{how}uses {name} ({use})") for name, use in log.used.items()]
         planes = [p for p in (_plane(ctx.tensor_in), _plane(run.output)) if p is not None]
-        if not (spec.host_transfers or spec.host_output) and planes:
+        if not (spec.host_transfers or spec.returns.host) and planes:
             problems += [
                 (
                     "image copy",
@@ -91,7 +91,7 @@ def _unmoved_behaviour(ctx: CaseContext, run: OpRun) -> tuple[str, str]:
         clear = run.mixed_devices or "device" in run.error.lower()
         return ("raises a device error" if clear else "raises an unclear error"), run.error
     output, moved = run.output, ctx.run.output
-    expected = torch.device("cpu") if ctx.spec.host_output else ctx.tensor_in.device
+    expected = torch.device("cpu") if ctx.spec.returns.host else ctx.tensor_in.device
     if not isinstance(output, torch.Tensor):
         return "returns no tensor", type(output).__name__
     if output.device != expected:

@@ -39,6 +39,7 @@ from conformance.checks.registry import Check, CheckOutcome, compare_check, regi
 from conformance.devices.calls import run_op
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
+from conformance.spec.domain import Returns
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import to_float64
 from conformance.spec.signatures import function_twin
@@ -153,7 +154,7 @@ def check_named_pair(ctx: CaseContext, pair: tuple[Callable[..., Any], Callable[
     if given is None:
         return None
     image, arguments = given
-    chain = dataclasses.replace(ctx.spec, call=_round_trips(pair), module=None, counterpart=None, read_output=None)
+    chain = dataclasses.replace(ctx.spec, call=_round_trips(pair), module=None, counterpart=None, returns=Returns())
     case = dataclasses.replace(ctx.case, params=arguments)
     run = run_op(chain, image, case, ctx.target, timeout_s=ctx.timeout_s)
     forward, backward = (f"{f.__module__}.{f.__name__}" for f in pair)

@@ -80,7 +80,7 @@ register(
         "unbatched image",
         "an unbatched (C, H, W) image and the same image as a batch of one give the same output",
         lambda spec, target, mode: (
-            in_process_eager(spec, target, mode) and not spec.host_only and spec.read_output is None
+            in_process_eager(spec, target, mode) and not spec.host_only and spec.returns.read is None
         ),
         check_unbatched,
         judges_values=True,

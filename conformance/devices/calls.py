@@ -143,7 +143,7 @@ def _call(
             if then is not None:
                 output = then(output)
             target.synchronize()
-        run.output = spec.read_output(output) if spec.read_output is not None and then is None else output
+        run.output = spec.returns.read(output) if spec.returns.read is not None and then is None else output
     except NotEmulatable as exc:
         run.not_run = str(exc)
     except (torch.OutOfMemoryError, MemoryError) as exc:

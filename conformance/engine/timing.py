@@ -66,17 +66,8 @@ def prepared_call(spec: OpSpec, target: Target, params: dict[str, Any], image: t
     return lambda: call(image, params)
 
 
-def measure(
-    spec: OpSpec, target: Target, dtype: str, mode: str, shape_name: str, *, rounds: int = 9, block_s: float = 0.01
-) -> Timing | None:
-    """One timing; None when the op does not declare parameters for this mode and shape."""
-    if spec.timing is None:
-        return None
-    shape = SHAPES[shape_name]
-    if not spec.timing_batched:
-        if shape[0] != 1:
-            return None
-        shape = shape[1:]
+def _timed(spec: OpSpec, dtype: str, mode: str, shape: tuple[int, ...]) -> tuple[Recipe, dict[str, Any] | None]:
+    """An input of the shape and the op's fixed parameters for it (None: the op is not timed on such an input)."""
     recipe = Recipe(
         height=shape[-2],
         width=shape[-1],
@@ -86,7 +77,21 @@ def measure(
         content="noise",
         seed=0,
     )
-    params = spec.timing(recipe, mode)
+    assert spec.timing is not None
+    return recipe, spec.timing(recipe, mode)
+
+
+def measure(
+    spec: OpSpec, target: Target, dtype: str, mode: str, shape_name: str, *, rounds: int = 9, block_s: float = 0.01
+) -> Timing | None:
+    """One timing; None when the op does not declare parameters for this mode and shape."""
+    if spec.timing is None:
+        return None
+    shape = SHAPES[shape_name]
+    recipe, params = _timed(spec, dtype, mode, shape)
+    if params is None and shape[0] == 1:  # an op that takes one (C, H, W) image: the batch of one loses its dim
+        shape = shape[1:]
+        recipe, params = _timed(spec, dtype, mode, shape)
     if params is None:
         return None
     image = target.put(materialize(recipe))

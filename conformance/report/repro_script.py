@@ -147,7 +147,7 @@ def write_repro(failure: Failure, script: Path) -> Path:
         against=failure.against if failure.against in EXPECTED else "reference",
         tolerance={k: v for k, v in tolerance.items() if k != "reason"},
         peak=peak(output_dtype),
-        keeps_format=spec.keeps_memory_format and spec.read_output is None and not spec.host_output,
+        keeps_format=spec.keeps_memory_format and spec.returns.read is None and not spec.returns.host,
         expected_error=expected_error,
         expected_match=match,
         compiled=compiled,

@@ -227,8 +227,8 @@ def render(spec: OpSpec, case: Case, x: torch.Tensor, sampled: Any, case_folder:
     output, calls = trace(run, case_folder)
     found: Rendered | None = None
     try:
-        if spec.read_output is not None:
-            raise Unrenderable("the harness reads the library's result into a tensor (read_output)")
+        if spec.returns.read is not None:
+            raise Unrenderable("the harness reads the library's result into a tensor (Returns.read)")
         moved = {id(x)} | {id(v) for v in _leaves(sampled)}
         found = traced(calls, x, output, moved, built[0] if built else None)
     except Unrenderable as exc:
@@ -238,7 +238,7 @@ def render(spec: OpSpec, case: Case, x: torch.Tensor, sampled: Any, case_folder:
     member = spec.member
     own = member.implementation.call if member is not None else spec.call
     params = member.implementation.passed(case.params) if member is not None else dict(case.params)
-    if spec.module is None and spec.read_output is None:
+    if spec.module is None and spec.returns.read is None:
         for way in (inlined, imported):
             try:
                 return way(own, params, case_folder)

@@ -52,3 +52,19 @@ class Accepted:
     def __post_init__(self) -> None:
         if not self.documentation.strip():
             raise ValueError("Accepted(documentation=...) quotes the library's documentation and where it is")
+
+
+@dataclass(frozen=True)
+class Returns:
+    """What an op returns where it is not an image tensor of the input's dtype on the input's device: one record, so
+    the checks that read an output (placement, invariants, repro scripts) ask one place.
+
+    dtype:  case -> the output's dtype name (`to_dtype`'s, a conversion to float32 of a uint8 image).
+    read:   turns a non-tensor output (a PIL image) into a (..., C, H, W) tensor.
+    host:   why the output lives on the host whatever the target (a PIL image, encoded bytes): on the cpu, copies
+            allowed.
+    """
+
+    dtype: Callable[[Any], str] | None = None
+    read: Callable[[Any], Any] | None = None
+    host: str = ""

@@ -75,6 +75,11 @@ def jpeg_timing(recipe: Recipe, mode: str) -> dict[str, Any] | None:
     return {"quality": 75} if recipe.channels == CHANNELS.get(mode) else None
 
 
+def one_image_timing(recipe: Recipe, mode: str) -> dict[str, Any] | None:
+    """`jpeg_timing` for a codec that takes one (C, H, W) image: a batched input is not timed."""
+    return None if recipe.batch else jpeg_timing(recipe, mode)
+
+
 def _batch_within(recipe: Recipe, batch_dims: tuple[int, int]) -> Recipe:
     batch = recipe.batch[: batch_dims[1]]
     return dataclasses.replace(recipe, batch=batch + (1,) * (batch_dims[0] - len(batch)))

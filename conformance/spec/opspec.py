@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import versions
 from conformance.spec import overrides
-from conformance.spec.domain import ANY_ERROR, Accepted, ExpectedError  # noqa: F401 - re-exported
+from conformance.spec.domain import ANY_ERROR, Accepted, ExpectedError, Returns  # noqa: F401 - re-exported
 from conformance.spec.forms import Counterpart, ModuleOp, OpFunction, Sampled
 from conformance.spec.gradients import Gradient
 from conformance.spec.item_ids import ItemId, item_params_id, parse_item_id, variant_key  # noqa: F401 - re-exported
@@ -77,9 +76,8 @@ class OpSpec:
                  raise the named class (and match), on every target the class the cpu raises.
     accepted_modes: mode -> Accepted: modes whose inputs are outside the operation's domain but which this library
                  documents accepting: they are checked as valid inputs (the reference with `meaning`'s params).
-    output_dtype: case -> dtype name of the output, when it differs from the input's.
-    read_output: turns a non-tensor output (e.g. a PIL image) into a (..., C, H, W) tensor.
-    host_output: why the output lives on the host whatever the target (a PIL image): on the cpu, copies allowed.
+    returns:     what the op returns where it is not an image tensor of the input's dtype on its device
+                 (conformance.spec.domain.Returns: its dtype per case, how to read it as a tensor, why on the host).
     fidelity:    for lossy ops, (margin in dB, reason): the output's PSNR against the input may be at
                  most this much below the reference's, both capped at 40 dB (a "fidelity" check).
     pil_input:   why the function takes a PIL image where it takes a tensor (the library's words): one image of each
@@ -94,7 +92,8 @@ class OpSpec:
                  (e.g. a compiled extension that does not load with this torch); items are skipped with the reason.
     timing:      (recipe, mode) -> fixed parameters for timing the op on an input like the recipe (a data-loading
                  size: see conformance.engine.timing), or None where the mode does not apply; ops without it are not
-                 timed; `timing_batched=False` for ops that take one (C, H, W) image (batch-1 shapes lose the batch).
+                 timed; one that takes one (C, H, W) image returns None for a batched recipe (batch-1 shapes then
+                 lose the batch dim).
     narrowed:    why the drawn inputs are narrower than usual for the imported library version
                  (e.g. "kornia 0.7.2 < 0.7.3: sides divisible by 16"); shown at the end of the run.
     host_only:   why the op runs on the host only (Pillow, OpenCV): items on the `cpu` target only.
@@ -131,9 +130,7 @@ class OpSpec:
     mode_recipes: Callable[[str, str], st.SearchStrategy[Recipe]] | None = None
     error_modes: Mapping[str, ExpectedError] = field(default_factory=dict)
     accepted_modes: Mapping[str, Accepted] = field(default_factory=dict)
-    output_dtype: Callable[[Case], str] | None = None
-    read_output: Callable[[Any], torch.Tensor] | None = None
-    host_output: str = ""
+    returns: Returns = field(default_factory=Returns)
     keeps_memory_format: bool = True
     pil_input: str = ""
     fidelity: tuple[float, str] | None = None
@@ -142,7 +139,6 @@ class OpSpec:
     precondition: Callable[[], str | None] | None = None
     narrowed: str = ""
     timing: Callable[[Recipe, str], dict[str, Any] | None] | None = None
-    timing_batched: bool = True  # False: one (C, H, W) image per call (batch-1 shapes lose the batch dim)
     host_only: str = ""
     not_comparable: str = ""
     batch_consistent: str = ""
@@ -188,7 +184,7 @@ class OpSpec:
         return documented_meaning
 
     def output_dtype_of(self, case: Case) -> str:
-        return self.output_dtype(case) if self.output_dtype is not None else case.recipe.dtype
+        return self.returns.dtype(case) if self.returns.dtype is not None else case.recipe.dtype
 
     def recipes_for(self, dtype: str, mode: str) -> st.SearchStrategy[Recipe]:
         return self.mode_recipes(dtype, mode) if self.mode_recipes is not None else self.recipes(dtype)
