@@ -15,7 +15,8 @@
     cpu (the `unmoved` promise) and a random module also samples and draws its own parameters on
     the target (the `sampling` check); an op with a counterpart has its other form called too (the
     `module` check); the first cases of a module op's variant on a target also go through one reused
-    instance after three earlier inputs, each also given to a fresh instance (the `history` check); a
+    instance after three earlier inputs, each also given to a fresh instance, a random module's reused instance
+    drawing its own parameters for each and for the case against a fresh one's (the `history` check); a
     transform that promises batch consistency is also called on one sample of the batch alone with its
     share of the parameters (the `batch` check); a function that takes PIL images is also called on the
     cpu with one image of the case as a PIL image, compared with the reference and with the tensor path
@@ -261,7 +262,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     from conformance.engine.options import SWEEP_ENV
     from conformance.spec.loading import load_specs
     from conformance.spec.recipes import INTEGER_PEAKS, Case, apply_layout, materialize, to_float64
-    from conformance.spec.sampled import NotSliceable, per_sample, probe_size
+    from conformance.spec.sampled import NotSliceable, named_leaves, per_sample, probe_size
 
     def seeded(seed: int):
         fork = torch.random.fork_rng(devices=[])
@@ -311,14 +312,14 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
             grad = call(spec, case, target, leaf, sampled, then=backward)
         return None if grad is None else to_float64(grad.cpu())
 
-    def sample_there(spec, case, target, image):
+    def sample_there(spec, case, target, image, instance=None):
         fork = seeded(case.recipe.seed)
         try:
             with target.active():
-                module = target.put(spec.module.build(dict(case.params)))
-                spec.module.sample(module, image, dict(case.params))
+                module = target.put(spec.module.build(dict(case.params)) if instance is None else instance)
+                return spec.module.sample(module, image, dict(case.params))
         except Exception:  # noqa: BLE001
-            pass
+            return None
         finally:
             fork.__exit__(None, None, None)
 
@@ -341,6 +342,8 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                 return apply_layout(target.put(image) if target.is_accelerator else image.clone(), layout)
 
             fresh_output = call(form, earlier, target, there(), drawn)
+            if form.module.sample is not None:  # the reused instance draws for this input itself
+                sample_there(form, earlier, target, there(), instance=instance)
             same(call(form, earlier, target, there(), drawn, instance=instance), fresh_output)
         return instance
 
@@ -459,6 +462,11 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
                             call(form, case, target, fresh(), sampled, instance=instance),
                             output if spec.module is not None else theirs,
                         )
+                        if form.module.sample is not None:  # its own draw for the case against a fresh one's
+                            own = named_leaves(sample_there(form, case, target, fresh(), instance=instance))
+                            first = named_leaves(sample_there(form, case, target, fresh()))
+                            for name_drawn, value in own.items():
+                                same(value, first.get(name_drawn))
                 if gradient_probe is not None and gradient_probe.error is None and name in entry["gradient"]:
                     grad = gradient_there(
                         spec, case, target, fresh(), sampled, torch.from_numpy(gradient_probe.cotangent)
