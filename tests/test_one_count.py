@@ -90,3 +90,19 @@ def test_a_summary_group_keeps_the_first_warnings_of_its_items_in_order():
     for written in ({"warnings": {"a": 1, "b": 2}}, {"warnings": {"c": 1, "d": 4, "a": 1}}, {"warnings": {"b": 1}}):
         group.merge(written)
     assert group.warnings == {"a": 2, "b": 3, "c": 1}
+
+
+def test_what_the_relations_tried_is_kept_per_item_and_merged_into_its_group():
+    item = Tally()
+    item.cover({"callable": "kornia.color.hsv.rgb_to_hsv", "tried": ["eps: 0-d tensor", "eps: int"], "peers": {}})
+    item.cover({"callable": "kornia.color.hsv.rgb_to_hsv", "tried": ["eps: 0-d tensor"], "message": "not kept"})
+    written = item.to_dict()
+    assert written["covered"] == {"callable": ["kornia.color.hsv.rgb_to_hsv"], "tried": ["eps: 0-d tensor", "eps: int"]}
+    group = Tally()
+    group.merge(written)
+    group.merge({"counts": {"pass": 1}, "covered": {"tried": ["eps: bool"], "unknown": ["dropped"]}})
+    assert group.covered_lists()["tried"] == ["eps: 0-d tensor", "eps: bool", "eps: int"]
+    assert "unknown" not in group.covered_lists()
+    many = Tally()
+    many.cover({"tried": [f"argument {i}" for i in range(100)]})
+    assert len(many.covered_lists()["tried"]) == 24  # what was tried, not an inventory

@@ -55,6 +55,8 @@ def _check_row(group: dict[str, Any]) -> dict[str, Any]:
         row["note"] = f"differs from the cpu in {group['diverges']['cpu']} case(s), where the cpu is off the reference"
     if group.get("behaviours"):
         row["behaviours"] = group["behaviours"]
+    if group.get("covered"):
+        row["covered"] = group["covered"]
     return row
 
 

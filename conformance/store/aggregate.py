@@ -152,6 +152,8 @@ class Summarizer:
             for name in ("behaviours", "diverges", "warnings", "issue_scope", "causes"):
                 if getattr(group, name):
                     row[name] = dict(sorted(getattr(group, name).items()))
+            if group.covered:  # what the relations tried
+                row["covered"] = group.covered_lists()
             if group.peers:  # the cross-library measurement
                 row["peers"] = group.peers
             if group.shrunk:

@@ -175,6 +175,7 @@ class RecordWriter:
                 message,
                 peers,
             )
+            self.tally.cover(details)
 
     def item_ended(
         self,

@@ -35,6 +35,10 @@ MAX_WARNING_MESSAGES = 3
 MAX_SKIP_REASONS = 5
 
 
+# the keys of a check's details that say what it tried (conformance.checks: the relations' passing outcomes)
+COVERED = ("callable", "pair", "tried", "parameters", "modes", "ranges")
+MAX_COVERED = 24  # values kept per key and item: the report shows what was tried, not an inventory
+
 def _number(value: Any) -> float | None:
     try:
         number = float(value)
@@ -55,6 +59,7 @@ class Tally:
         "behaviours",
         "causes",
         "counts",
+        "covered",
         "diverges",
         "interrupted",
         "issue_scope",
@@ -80,6 +85,7 @@ class Tally:
         self.issue_scope: dict[str, list[int]] = {}  # known issue -> [cases in its scope, cases it explained]
         self.causes: Counter[str] = Counter()  # what kind of failure or warning, for those that did not pass
         self.shrunk = 0  # examples hypothesis ran while minimising a failure (not counted as outcomes)
+        self.covered: dict[str, set[str]] = {}  # what the relations tried: entered callable, arguments, states, ...
 
     def add(self, record: dict[str, Any]) -> None:
         """One outcome record (an item-level verdict, or a check outcome as a dict)."""
@@ -191,6 +197,20 @@ class Tally:
             kept["max_abs"], kept["mismatch_fraction"] = entry.get("max_abs"), entry.get("mismatch_fraction")
             kept["psnr"] = entry.get("psnr")
 
+    def cover(self, details: dict[str, Any]) -> None:
+        """What an outcome's details say its check tried (a relation's callable, arguments and states, pair, modes,
+        ranges): kept per key, at most MAX_COVERED values each, for the report's "what was tried"."""
+        for key in COVERED:
+            value = details.get(key)
+            if value is None:
+                continue
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            kept = self.covered.setdefault(key, set())
+            for one in values:
+                if len(kept) >= MAX_COVERED:
+                    break
+                kept.add(str(one))
+
     def count_issue(self, issue: str, in_scope: int, explained: int) -> None:
         """Cases in a known issue's scope and cases it explained (the item's ledger adds each counted case)."""
         scope = self.issue_scope.setdefault(issue, [0, 0])
@@ -210,7 +230,12 @@ class Tally:
         for name in ("behaviours", "diverges", "warnings", "issue_scope", "causes"):
             if getattr(self, name):
                 found[name] = dict(getattr(self, name))
+        if self.covered:
+            found["covered"] = self.covered_lists()
         return found
+
+    def covered_lists(self) -> dict[str, list[str]]:
+        return {key: sorted(values) for key, values in sorted(self.covered.items())}
 
     def merge(self, written: dict[str, Any]) -> None:
         """Add a tally an item wrote (`to_dict`)."""
@@ -220,6 +245,9 @@ class Tally:
         self.diverges.update(written.get("diverges") or {})
         self.causes.update(written.get("causes") or {})
         self.shrunk += int(written.get("shrunk", 0) or 0)
+        for key, values in (written.get("covered") or {}).items():
+            if isinstance(values, list):
+                self.cover({key: values} if key in COVERED else {})
         for message, count in (written.get("warnings") or {}).items():
             if message in self.warning_cases or len(self.warning_cases) < MAX_WARNING_MESSAGES:
                 self.warning_cases[message] += int(count)

@@ -53,7 +53,8 @@ function drawChecks(panel, checks) {
   const table = el("table", { id: "drill-checks" }, el("tr", {}, ...["check", "verdict", "cases", "worst |diff| / atol", "known issues", "notes"].map((t) => el("th", { text: t }))));
   for (const c of checks) {
     const counts = Object.entries(c.counts).map(([k, v]) => `${v} ${label(k)}`).join(", ");
-    const notes = [c.warning, c.note, c.behaviours && Object.entries(c.behaviours).map(([k, v]) => `${k} (${v})`).join("; ")].filter(Boolean).join("; ");
+    const tried = c.covered && Object.entries(c.covered).map(([k, v]) => `${k}: ${v.join(", ")}`).join("; ");
+    const notes = [c.warning, c.note, c.behaviours && Object.entries(c.behaviours).map(([k, v]) => `${k} (${v})`).join("; "), tried].filter(Boolean).join("; ");
     table.append(el("tr", { class: "v-" + c.verdict }, el("td", { text: c.check }), el("td", { text: label(c.verdict) }),
       el("td", { text: counts }), el("td", { text: c.worst ? `${Number(c.worst.max_abs).toPrecision(4)} / ${c.worst.atol}${c.worst.uncalibrated ? " (uncalibrated)" : ""}` : "" }),
       el("td", { text: c.known_issues.join(", ") }), el("td", { text: notes })));
