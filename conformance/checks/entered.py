@@ -30,10 +30,16 @@ def _moved(image: torch.Tensor, target: Target) -> torch.Tensor:
 
 
 def entered(ctx: CaseContext, sampled: Sampled | None) -> tuple[Entry | None, OpRun]:
-    """The first public library callable the case's call enters (None: it enters none) and the call's run."""
-    entries: list[Entry] = []
-    run = call(ctx, watched(ctx.spec, lambda: recording(entries)), sampled)
-    return (entries[0] if entries and usable(run) else None), run
+    """The first public library callable the case's call enters (None: it enters none) and the call's run: made once
+    per case and target for the relations that ask (`sampled`: the case's replayed parameters, or None for a random
+    module's own draw), kept on the context."""
+    key = "entered" if sampled is ctx.sampled else "entered, drawing"
+    if key not in ctx.derived:
+        entries: list[Entry] = []
+        run = call(ctx, watched(ctx.spec, lambda: recording(entries)), sampled)
+        ctx.derived[key] = (entries[0] if entries and usable(run) else None), run
+    found: tuple[Entry | None, OpRun] = ctx.derived[key]
+    return found
 
 
 def given(

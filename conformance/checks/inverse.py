@@ -136,7 +136,7 @@ def _projection(values: list[np.ndarray], dtype: str) -> tuple[CheckOutcome, Che
 def _given(ctx: CaseContext, forward: Callable[..., Any]) -> tuple[torch.Tensor, dict[str, Any]] | None:
     """The image and arguments the case's call gives `forward`: those it entered it with, or, where it entered the
     class that wraps it, the case's input and the class's constructor arguments (None: it entered neither)."""
-    entry, _ = entered(ctx, None)
+    entry, _ = entered(ctx, ctx.sampled)
     if entry is None:
         return None
     if entry.callable is forward:
