@@ -13,7 +13,10 @@ import kornia.color
 import kornia.enhance
 from case_modules import control_then_plant, library_plant
 
+from conformance.checks.registry import REGISTRY
+from conformance.devices.targets import CPU
 from conformance.spec.documented import OutputRange, output_ranges
+from conformance.spec.opspec import OpSpec
 
 SATURATION_PAST_ONE = library_plant(
     "kornia.color.hsv",
@@ -57,3 +60,14 @@ def test_documented_ranges_are_read_per_channel_with_their_conditions():
     assert clipped.channels is None and clipped.when == {"clip": True}
     assert clipped.holds_for({"clip": True}) and not clipped.holds_for({"clip": False})
     assert output_ranges(kornia.enhance.adjust_brightness) == ()  # nothing documented, nothing read
+
+
+def test_ranges_items_are_made_where_the_named_callable_documents_a_range_or_none_is_named():
+    def spec(*needs):
+        return OpSpec(name="op", call=lambda image, params: image, reference=None, dtypes=("float32",), needs=needs)
+
+    applies = REGISTRY["ranges"].applies
+    assert applies(spec("kornia.color.rgb_to_hsv"), CPU, "default")
+    assert applies(spec("kornia.color.RgbToHsv"), CPU, "default")  # the class: the function it wraps
+    assert not applies(spec("kornia.enhance.adjust_brightness"), CPU, "default")  # documents none: no items
+    assert applies(spec(), CPU, "default")  # names none: the call's entered callable decides, case by case

@@ -11,6 +11,8 @@ A closed end allows four roundings of the output's dtype; an open end (`2pi)`) n
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -18,17 +20,28 @@ from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered
 from conformance.checks.forms import eager_tensor_call
 from conformance.checks.registry import Check, CheckOutcome, register
-from conformance.devices.entry import Entry
+from conformance.devices.targets import Target
 from conformance.spec.documented import OutputRange, output_ranges
+from conformance.spec.opspec import OpSpec
 from conformance.spec.signatures import function_twin
+from conformance.spec.versions import resolved
 
 _documents: dict[str, bool] = {}  # op -> whether the callable it enters documents a range (read on its first case)
 
 
-def documented(entry: Entry) -> tuple[OutputRange, ...]:
-    found = output_ranges(entry.callable)
-    twin = function_twin(entry.callable) if not found and isinstance(entry.callable, type) else None
+def ranges_of(fn: Any) -> tuple[OutputRange, ...]:
+    """The ranges a library callable's docstring gives its output (a class: else those of the function it wraps)."""
+    found = output_ranges(fn)
+    twin = function_twin(fn) if not found and isinstance(fn, type) else None
     return output_ranges(twin) if twin is not None else found
+
+
+def _may_document(spec: OpSpec, target: Target, mode: str) -> bool:
+    """Items only where a range may be documented: a spec that names its library callables in `needs` gets them
+    only where one of those (a class: the function it wraps) documents a range; one that names none, everywhere."""
+    named = [found for dotted in spec.needs if callable(found := resolved(dotted))]
+    documents = not named or any(ranges_of(fn) for fn in named)
+    return documents and eager_tensor_call(spec, target, mode)
 
 
 def _outside(values: np.ndarray, stated: OutputRange, dtype: torch.dtype) -> np.ndarray:
@@ -45,7 +58,7 @@ def check_ranges(ctx: CaseContext) -> CheckOutcome | None:
     if ctx.case.recipe.empty or _documents.get(ctx.spec.name) is False or values.min() < 0 or values.max() > 1:
         return None  # no range documented, or an input outside the [0, 1] the docs speak of
     entry, _ = entered(ctx, ctx.sampled)
-    stated = documented(entry) if entry is not None else ()
+    stated = ranges_of(entry.callable) if entry is not None else ()
     _documents[ctx.spec.name] = bool(stated)
     held = [s for s in stated if s.holds_for(entry.arguments)] if entry is not None else []
     if not held:
@@ -71,7 +84,7 @@ register(
         "documented range",
         "the output's values stay in the ranges the Returns section of the library callable's docstring gives "
         "(inputs in [0, 1])",
-        eager_tensor_call,
+        _may_document,
         check_ranges,
         reads_values=True,
         relation=True,

@@ -39,6 +39,7 @@ MAX_SKIP_REASONS = 5
 COVERED = ("callable", "pair", "tried", "parameters", "modes", "ranges")
 MAX_COVERED = 24  # values kept per key and item: the report shows what was tried, not an inventory
 
+
 def _number(value: Any) -> float | None:
     try:
         number = float(value)
