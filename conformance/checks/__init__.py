@@ -21,6 +21,7 @@
   ranges          the output inside the ranges the library's docstring gives
   transform_matrix a kornia geometric augmentation's reported matrix, applied to its input, gives its output
   inverse         an op and its inverse by name come back to where they started; a geometric augmentation's inverse()
+  axes            a sampled grid displacement is as large in pixels for an image and its transpose
   unmoved         a module left on the cpu keeps its promise with a device input
   sampling        a random module's own sampler on the target
   constant_upload constants copied to the device on every call (a warning)

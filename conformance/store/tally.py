@@ -36,7 +36,7 @@ MAX_SKIP_REASONS = 5
 
 
 # the keys of a check's details that say what it tried (conformance.checks: the relations' passing outcomes)
-COVERED = ("callable", "pair", "tried", "parameters", "modes", "ranges")
+COVERED = ("callable", "pair", "tried", "parameters", "modes", "ranges", "fields")
 MAX_COVERED = 24  # values kept per key and item: the report shows what was tried, not an inventory
 
 
