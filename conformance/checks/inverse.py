@@ -126,8 +126,8 @@ def _projection(values: list[np.ndarray], dtype: str) -> tuple[CheckOutcome, Che
     def held(said: str, actual: np.ndarray, expected: np.ndarray) -> CheckOutcome:
         size = max(float(np.abs(expected).max(initial=0.0)), 1.0)
         atol = max(ROUNDINGS * float(torch.finfo(getattr(torch, dtype)).eps), FLOOR) * size
-        said = f"{ROUNDINGS} roundings of {dtype}, at least {FLOOR} (a library's regularised division), of the size"
-        tolerance = Tolerance("inverse-pair", atol=atol, reason=said)
+        why = f"{ROUNDINGS} roundings of {dtype}, at least {FLOOR} (a library's regularised division), of the size"
+        tolerance = Tolerance("inverse-pair", atol=atol, reason=why)
         return compare_check("inverse", actual, expected, tolerance, dtype, said)
 
     return held("g(f(x))", back_again, back), held("f(x)", there_again, there)
@@ -174,8 +174,8 @@ def check_named_pair(ctx: CaseContext, pair: tuple[Callable[..., Any], Callable[
         found = projection if projection.passed else right_inverse
         return dataclasses.replace(found, details=details)
     said = (
-        f"{forward} and {backward} are not inverse: g(f(g(f(x)))) against g(f(x)) {projection.message}; "
-        f"f(g(f(x))) against f(x) {right_inverse.message}"
+        f"{forward} and {backward} are not inverse: g(f(g(f(x)))) {projection.message}; "
+        f"f(g(f(x))) {right_inverse.message}"
     )
     return dataclasses.replace(projection, message=said, cause="not inverse", details=details)
 
