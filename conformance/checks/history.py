@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import torch
 
 from conformance.checks.context import CaseContext, InputImage
@@ -123,6 +124,8 @@ def _drawn_otherwise(ctx: CaseContext, form: OpSpec, reused: OpSpec) -> CheckOut
 
 
 def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return type(a) is type(b) and bool(np.array_equal(a, b, equal_nan=True))
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         a, b = host_tensor(a), host_tensor(b)
         return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
