@@ -33,6 +33,7 @@ from conformance.devices.discovery import discover, select
 from conformance.engine.cases import CaseCache
 from conformance.engine.judgement import judge
 from conformance.spec.issue_files import load
+from conformance.spec.issue_paths import files_beside
 from conformance.spec.known_issues import KnownIssue
 from conformance.spec.loading import load_specs
 from conformance.spec.opspec import OpSpec
@@ -116,7 +117,7 @@ def sweep(
 ) -> dict[str, Cell]:
     cells: dict[str, Cell] = defaultdict(Cell)
     shared = CaseCache(max_bytes=64 * 2**20)
-    targets = [target for target in targets if spec.runs_on(target)]  # a host library: the cpu only
+    targets = [target for target in targets if target.has_items(spec)]  # a host library: the cpu only
     checks = {target.name: [c.name for c in applicable(spec, target, mode, dtype=dtype)] for target in targets}
     scoped = {
         (target.name, check): [i for i in issues if i.applies_to(spec.name, target.name, dtype, mode, check)]
@@ -197,13 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         action="append",
         default=[],
-        help="known-issue file(s) instead of the known_issues.toml beside each module (e.g. a draft beside it)",
+        help="known-issue file(s) instead of the files beside each module (e.g. a draft beside it)",
     )
     args = parser.parse_args(argv)
     targets = select(args.targets, discover(2))
     rows = []
     for module in args.case_modules:
-        files = args.known_issues or [module.parent / "known_issues.toml"]
+        files = args.known_issues or files_beside(module)
         issues = [i for path in files if path.exists() for i in load(path, value_checks=value_checks())]
         for spec in load_specs([module]):
             if spec.unmet_requirement():

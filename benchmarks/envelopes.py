@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from conformance.checks.registry import value_checks
 from conformance.spec.issue_files import load
+from conformance.spec.issue_paths import files_in_folder
 from conformance.spec.known_issues import SIZE_BOUNDS, KnownIssue
 from conformance.store.examples import read_table
 from conformance.suite.stock import stock_cases
@@ -73,7 +74,8 @@ def bound_text(entry: KnownIssue) -> str:
 
 def markdown(found: dict[str, Use], runs: list[Path]) -> str:
     folder = stock_cases()
-    stock = load(folder / "known_issues.toml", value_checks=value_checks()) if folder is not None else []
+    files = files_in_folder(folder) if folder is not None else []
+    stock = [entry for path in files for entry in load(path, value_checks=value_checks())]
     entries = {e.id: e for e in stock}
     lines = [
         "# Known-issue envelopes across seeds",

@@ -47,7 +47,7 @@ def run_all(spec, cases, targets, mode: str, shared: CaseCache) -> float:
     start = time.perf_counter()
     for case in cases:
         for target in targets:
-            if spec.runs_on(target):
+            if target.has_items(spec):
                 check_case(spec, dataclasses.replace(case, op=spec.name), target, shared, mode)
     return time.perf_counter() - start
 
@@ -60,7 +60,7 @@ def checks_only(spec, cases, targets, mode: str, shared: CaseCache) -> float:
         case = dataclasses.replace(case, op=spec.name)
         worst = WorstCases()
         for target in targets:
-            if not spec.runs_on(target):
+            if not target.has_items(spec):
                 continue
             context = shared.context(spec, case, target, mode)
             context.outcomes.clear()

@@ -21,7 +21,8 @@ from hypothesis import Phase, given, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conformance.devices.calls import run_op
-from conformance.devices.targets import CPU, virtual_targets
+from conformance.devices.targets import CPU
+from conformance.devices.virtual_target import virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.loading import load_specs
 from conformance.spec.recipes import materialize

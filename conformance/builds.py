@@ -140,7 +140,7 @@ def measure_timings(
     if slow is not None:
         specs = [planted_slowdown(s) if s.name == slow else s for s in specs]
     targets = [CPU] if as_target else discover(0, isa=isa)
-    here = [t for t in targets if t.child_environment is None and not t.compiled]  # timing is of eager kernels
+    here = [t for t in targets if t.runs_eager_here]  # timing is of eager kernels
     print(f"timing {len(specs)} ops on {as_target or ', '.join(t.name for t in targets)}, shapes {', '.join(shapes)}:")
     found = measure_all(specs, here, shapes, progress=print, rounds=rounds)
     if as_target:

@@ -95,7 +95,6 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
 
     try:  # an installed package's extension that does not load: one line naming it, not a traceback
         from conformance.devices import environment as env_info
-        from conformance.devices.isa_feed import use_shared
         from conformance.engine import distribute
         from conformance.engine.case_sources import CaseSourceError
         from conformance.engine.session import ConformanceRun
@@ -128,8 +127,9 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     if workerinput is not None:
         distribute.share_torch_threads(int(workerinput.get("workercount", 1)))
         distribute.end_without_finalizing()
-        if "conformance_isa" in workerinput:  # the controller's ISA workers, one per level for all
-            use_shared(json.loads(workerinput["conformance_isa"]))
+    handed = distribute.handed_to_worker(workerinput)
+    for target in cfg.targets:  # what the controller's targets started, which this worker reaches
+        target.setup_worker(handed.get(target.name))
     try:
         state.run = ConformanceRun(cfg, environment)
     except CaseSourceError as exc:

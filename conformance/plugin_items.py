@@ -76,9 +76,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         missing = check.unmet(spec) if check is not None and check.unmet is not None else None
         if missing:
             return [pytest.mark.skip(reason=missing)]
-        if run.targets[target].virtual and spec.needs_real_device:
-            return [pytest.mark.skip(reason=run.targets[target].not_run_message(spec.needs_real_device))]
-        return []
+        lacking = run.targets[target].lacks(spec.needs_real_device)
+        return [pytest.mark.skip(reason=lacking)] if lacking else []
 
     if spec.narrowed and not unmet:
         run.narrowed[spec.name] = spec.narrowed
@@ -89,7 +88,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for dtype, mode in spec.variant_pairs():
         for target in run.targets:
             checks = applicable(spec, run.targets[target], mode, run.options, dtype)
-            if spec.runs_on(run.targets[target]):
+            if run.targets[target].has_items(spec):
                 params += [
                     pytest.param(
                         target,
@@ -101,10 +100,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                     )
                     for c in checks
                 ]
-            elif run.targets[target].compiled and checks:  # one item a variant says why nothing is compiled
-                why = pytest.mark.skip(
-                    reason=f"not compiled: {spec.host_only} (torch.compile compiles torch code only)"
-                )
+            elif checks and (reason := run.targets[target].none_run_reason(spec)):  # one item a variant says why
+                why = pytest.mark.skip(reason=reason)
                 first = checks[0].name
                 params.append(
                     pytest.param(target, dtype, mode, first, id=item_params_id(target, dtype, mode, first), marks=[why])
@@ -156,11 +153,8 @@ def pytest_runtest_call(item: pytest.Item):
         run.end_item(passed=False, interrupted=stopped, raised=None if skipped else failure)
         if stopped and not isinstance(failure, KeyboardInterrupt):  # e.g. inside hypothesis' exception group
             raise KeyboardInterrupt(interrupts.requested() or "interrupted") from failure
-        if (
-            run.targets[params["target"]].virtual
-            and run.cfg.virtual_findings == "warn"
-            and is_conformance_failure(failure)
-        ):
+        warned = run.targets[params["target"]].finding_is_warning(run.cfg.virtual_findings)
+        if warned and is_conformance_failure(failure):
             first = str(failure).splitlines()[0]
             pytest.xfail(f"virtual-target finding, a warning under --virtual-findings=warn: {first}")
         raise

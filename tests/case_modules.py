@@ -5,6 +5,8 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+from conformance.spec.issue_paths import files_in_folder
+
 CASES = Path(__file__).parents[1] / "cases"
 
 
@@ -34,8 +36,8 @@ def copy_cases(folder: Path, *names: str) -> None:
         module = case_module(name.removesuffix(".py"))
         ops += [test.conformance_spec.name for test in vars(module).values() if hasattr(test, "conformance_spec")]
         optional += getattr(module, "CONFORMANCE_OPTIONAL_OPS", ())  # ops made by an option (the sweep's)
-    text = (CASES / "known_issues.toml").read_text()
-    head, *entries = re.split(r"(?m)^(?=\[\[issue\]\])", text)
+    texts = [path.read_text() for path in files_in_folder(CASES)]  # each family's, then the shared file: read order
+    head, *entries = re.split(r"(?m)^(?=\[\[issue\]\])", "\n".join(texts))
     kept = []
     for entry in entries:
         found = re.search(r'(?m)^op = ("[^"\n]*"|\[[^\]]*\])', entry)

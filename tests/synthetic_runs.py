@@ -14,7 +14,8 @@ import numpy as np
 
 from conformance.checks.registry import CheckOutcome
 from conformance.devices import environment
-from conformance.devices.targets import CPU, virtual_targets
+from conformance.devices.targets import CPU
+from conformance.devices.virtual_target import virtual_targets
 from conformance.spec.tolerances import Metrics, Tolerance
 from conformance.store.aggregate import write_summary
 from conformance.store.records import RecordWriter

@@ -6,7 +6,8 @@ import torch
 import torchvision.transforms.v2.functional as F
 from case_modules import case_module
 
-from conformance.devices.targets import CPU, virtual_targets
+from conformance.devices.targets import CPU
+from conformance.devices.virtual_target import virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.opspec import ExpectedError
 from conformance.spec.recipes import Case, Recipe

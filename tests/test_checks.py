@@ -12,7 +12,8 @@ from planted_ops import (
     sprinkled_resize,
 )
 
-from conformance.devices.targets import CPU, virtual_targets
+from conformance.devices.targets import CPU
+from conformance.devices.virtual_target import virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.recipes import Case, Recipe
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance.store.aggregate import read_summary
+from conformance.store.reader import read_outcomes
 
 ROOT = Path(__file__).parents[1]
 PACKAGE = Path(__file__).parent / "extension_package"
@@ -38,8 +39,47 @@ test_my_flip = MY_FLIP.test()
 """
 
 
-def run(folder: Path, *args: str, path: Path = PACKAGE) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(ROOT)]))
+# an op that aborts its process on the meta device: the xdist worker dies mid-item
+ABORT_ON_META = """
+import os
+
+import numpy as np
+import torch
+
+from conformance import OpSpec
+
+
+def flip(image, params):
+    if image.device.type == "meta":
+        os.abort()
+    return torch.flip(image, dims=[-1])
+
+
+MY_FLIP = OpSpec(name="my_flip", call=flip, reference=lambda image, case: np.flip(image, axis=-1), dtypes=("float32",))
+test_my_flip = MY_FLIP.test()
+"""
+
+# an op that is off by one in the remote target's server process (which says so in its environment)
+OFF_REMOTELY = """
+import os
+
+import numpy as np
+import torch
+
+from conformance import OpSpec
+
+
+def flip(image, params):
+    return torch.flip(image, dims=[-1]) + (1 if os.environ.get("CONFORMANCE_META_REMOTE") else 0)
+
+
+MY_FLIP = OpSpec(name="my_flip", call=flip, reference=lambda image, case: np.flip(image, axis=-1), dtypes=("float32",))
+test_my_flip = MY_FLIP.test()
+"""
+
+
+def run(folder: Path, *args: str, path: Path = PACKAGE, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(ROOT)]), **extra)
     command = [sys.executable, "-m", "conformance", "run", *QUICK, f"--reports-dir={folder / 'reports'}", *args]
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
 
@@ -112,6 +152,70 @@ def test_a_failure_on_the_installed_target_has_a_rerun_line_that_names_it(tmp_pa
     again = run(tmp_path, "--run-name=again", *shlex.split(args))
     assert again.returncode == 1, (again.stdout + again.stderr)[-3000:]
     assert re.search(r"1 failed", again.stdout), again.stdout[-3000:]
+
+
+def _servers(log: Path) -> list[list[str]]:
+    return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_an_installed_out_of_process_kind_runs_through_its_lifecycle(tmp_path, workers):
+    """The package's `remote` kind runs the op in a server its `start` launches on the controller for every xdist
+    worker (with none, each process starts its own on the first case) and its `stop` ends; its items pass."""
+    log = tmp_path / "servers.log"
+    done = run(
+        tmp_path,
+        "--run-name=remote",
+        "--targets=cpu,remote",
+        f"-n{workers}",
+        "cases/test_normalize.py",
+        "-k",
+        "normalize_v2",
+        CONFORMANCE_META_SERVER_LOG=str(log),
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    summary = read_summary(tmp_path / "reports" / "remote")
+    remote = [g for g in summary["groups"] if g["target"] == "remote"]
+    assert {"reference", "cross_device"} <= {g["check"] for g in remote if g["verdict"] == "pass"}, remote
+    assert not {g["check"] for g in remote} & {"placement", "module", "history"}, remote  # they need the op here
+    started = [pid for event, pid in _servers(log) if event == "started"]
+    assert len(started) == 1, _servers(log)  # one for the run: shared by both workers, or the one process's own
+    assert sorted(_servers(log)) == sorted([["started", started[0]], ["ended", started[0]]]), _servers(log)
+    environment = json.loads(next((tmp_path / "reports" / "remote" / "environment").glob("*.json")).read_text())
+    facts = next(t for t in environment["targets"] if t["name"] == "remote")
+    assert (facts["virtual"], facts["named_in_rerun"], facts["table_rank"]) == (False, True, 6.0), facts
+
+
+def test_a_failure_on_an_installed_out_of_process_kind_is_found_there(tmp_path):
+    cases = tmp_path / "mycases"
+    cases.mkdir()
+    (cases / "test_my_flip.py").write_text(OFF_REMOTELY)
+    done = run(tmp_path, "--run-name=off", "--no-stock", "--targets=cpu,remote", "-n2", "mycases")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out[-4000:]
+    failed = sorted({line.split()[1] for line in out.splitlines() if line.startswith("FAILED ")})
+    assert failed and all("[remote-float32-default-" in f for f in failed), out[-4000:]
+    assert any(f.endswith("-cross_device]") for f in failed), failed
+    rerun = next(line for line in out.splitlines() if line.strip().startswith("Rerun: "))
+    assert rerun.rstrip().endswith("--targets remote"), rerun
+
+
+def test_a_crashed_item_on_an_installed_kind_is_recorded_with_the_kinds_own_facts(tmp_path):
+    """The controller writes a dead worker's record from the item id alone: the target's facts come from the run's
+    targets (the meta kind is virtual), never from its name."""
+    cases = tmp_path / "mycases"
+    cases.mkdir()
+    (cases / "test_my_flip.py").write_text(ABORT_ON_META)
+    done = run(tmp_path, "--run-name=crash", "--no-stock", "--targets=cpu,meta", "-n2", "mycases", "-k", "invariants")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out[-4000:]
+    records, _ = read_outcomes(tmp_path / "reports" / "crash")
+    crashes = [r for r in records if r.get("crash")]
+    assert crashes and all(r["target"] == "meta" and r["virtual"] is True for r in crashes), crashes
+    assert all(r["repro"].endswith("--targets meta") for r in crashes if "repro" in r), crashes
+    on_meta = [g for g in read_summary(tmp_path / "reports" / "crash")["groups"] if g["target"] == "meta"]
+    assert on_meta and all(g["virtual"] for g in on_meta), on_meta  # one group a target, not a second for the crash
 
 
 def test_sweep_arguments_from_an_installed_package_win(tmp_path):

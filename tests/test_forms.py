@@ -9,7 +9,8 @@ from planted_ops import good_resize, make_spec, shifted_resize
 
 from conformance.checks import history
 from conformance.checks.registry import REGISTRY
-from conformance.devices.targets import CPU, virtual_targets
+from conformance.devices.targets import CPU
+from conformance.devices.virtual_target import virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.forms import Counterpart, ModuleOp
 from conformance.spec.recipes import Case, Recipe

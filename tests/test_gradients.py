@@ -135,9 +135,9 @@ def test_the_walker_gives_what_the_autograd_engine_gives():
 
 def test_a_virtual_tensor_indexed_with_basic_indices_keeps_its_autograd_graph():
     from conformance.devices.placement import PlacementLog
-    from conformance.devices.targets import virtual_targets
     from conformance.devices.virtual.state import NotEmulatable
     from conformance.devices.virtual.tensor import host_tensor
+    from conformance.devices.virtual_target import virtual_targets
 
     target = virtual_targets(1)[0]
     host = torch.rand(1, 3, 4, 5)

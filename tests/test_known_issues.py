@@ -6,6 +6,7 @@ import pytest
 
 from conformance.checks.registry import value_checks
 from conformance.spec.issue_files import load as load_file
+from conformance.spec.issue_paths import files_in_folder
 from conformance.spec.known_issues import KnownIssuesError
 
 load = partial(load_file, value_checks=value_checks())
@@ -143,8 +144,10 @@ def test_duplicate_ids_are_refused(tmp_path):
 def test_the_shipped_file_is_valid():
     from pathlib import Path
 
-    issues = load(Path(__file__).parents[1] / "cases" / "known_issues.toml")
-    assert issues and all(i.link and i.reason for i in issues)
+    files = files_in_folder(Path(__file__).parents[1] / "cases")
+    issues = [issue for path in files for issue in load(path)]
+    assert len(files) > 10 and issues and all(i.link and i.reason for i in issues)
+    assert len({i.id for i in issues}) == len(issues)  # no id in two files
 
 
 def test_docs_links_point_at_existing_sections():
@@ -152,7 +155,7 @@ def test_docs_links_point_at_existing_sections():
     from pathlib import Path
 
     root = Path(__file__).parents[1]
-    for issue in load(root / "cases" / "known_issues.toml"):
+    for issue in (i for path in files_in_folder(root / "cases") for i in load(path)):
         if issue.link.startswith("docs/"):
             path, _, anchor = issue.link.partition("#")
             headings = re.findall(r"^#+ (.+)$", (root / path).read_text(), flags=re.M)

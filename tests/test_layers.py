@@ -44,8 +44,12 @@ def test_an_upward_import_breaks_the_contract_naming_both_modules(tmp_path):
 
 
 # what differs per kind of target is the target's own (a method or attribute): no module outside devices/ tests a
-# target's name or type (issue 40's grep, kept)
-TARGET_TESTS = re.compile(r'startswith\("(vcuda|cpu:)|IsaTarget|getattr\(target')
+# target's name or type (issue 40's grep, kept) or reads what kind it is (issue 48: `.virtual`, `.compiled`,
+# `.cpu_path`, an ISA `level`); a record or report reads the target's facts (conformance.devices.facts)
+TARGET_TESTS = re.compile(
+    r'startswith\("(vcuda|cpu:)|IsaTarget|getattr\(targ|getattr\(t, "level"|endswith\("\+compile"\)'
+    r"|\b(target|t|run\.targets\[[^]]+\])\.(virtual|compiled|cpu_path|level)\b(?!\.)"
+)
 
 
 def test_no_module_outside_devices_tests_a_targets_name_or_type():

@@ -213,7 +213,8 @@ def test_left_out_keywords_are_not_passed_and_take_the_documented_default_in_the
 
 
 def test_a_crop_that_returns_a_view_keeps_no_layout_of_its_own(virtual_device):
-    from conformance.devices.targets import CPU, virtual_targets
+    from conformance.devices.targets import CPU
+    from conformance.devices.virtual_target import virtual_targets
     from conformance.engine.cases import CaseCache, check_case
     from conformance.spec.recipes import Case, Recipe
 

@@ -8,11 +8,12 @@ import pytest
 from case_modules import case_module
 
 from conformance.checks.registry import CheckOutcome, value_checks
-from conformance.devices.targets import virtual_targets
+from conformance.devices.virtual_target import virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.engine.judgement import judge
 from conformance.spec.implementations import OMIT
 from conformance.spec.issue_files import load
+from conformance.spec.issue_paths import files_beside
 from conformance.spec.recipes import Case, Recipe
 from conformance.spec.tolerances import Metrics
 
@@ -32,7 +33,8 @@ GENTLE = case(7, 4, [[1, 0], [4, 1], [3, 7], [0, 6]])
 
 
 def entry():
-    issues = load(Path(__file__).parents[1] / "cases" / "known_issues.toml", value_checks=value_checks())
+    files = files_beside(Path(__file__).parents[1] / "cases" / "test_perspective.py")
+    issues = [i for path in files for i in load(path, value_checks=value_checks())]
     return next(i for i in issues if i.id == ENTRY)
 
 

@@ -12,7 +12,8 @@ from planted_placement import (
     random_gain_spec,
 )
 
-from conformance.devices.targets import CPU, virtual_targets
+from conformance.devices.targets import CPU
+from conformance.devices.virtual_target import virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.opspec import ModuleOp
 from conformance.spec.recipes import Case, Recipe

@@ -8,7 +8,8 @@ import torchvision.transforms.v2.functional as F
 from case_modules import case_module
 from torchvision.transforms import InterpolationMode
 
-from conformance.devices.targets import CPU, virtual_targets
+from conformance.devices.targets import CPU
+from conformance.devices.virtual_target import virtual_targets
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.implementations import OMIT
 from conformance.spec.recipes import Case, Recipe

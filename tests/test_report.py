@@ -171,7 +171,8 @@ def test_report_size_follows_failures_not_passing_examples(tmp_path):
 def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
     from conformance.checks.registry import CheckOutcome
     from conformance.devices import environment
-    from conformance.devices.targets import CPU, virtual_targets
+    from conformance.devices.targets import CPU
+    from conformance.devices.virtual_target import virtual_targets
     from conformance.store.aggregate import write_summary
     from conformance.store.records import RecordWriter
 

@@ -7,17 +7,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conformance.devices.compiled_target import compile_targets
+from conformance.devices.targets import CPU
+from conformance.devices.virtual_target import virtual_targets
 from conformance.store.reader import read_outcomes
 from conformance.store.records import RecordWriter
 from conformance.store.repro_command import rerun_line
 
 ROOT = Path(__file__).parents[1]
 CASE = '{"op":"x","params":{},"recipe":{"height":1,"width":1}}'
+COMPILED = compile_targets([CPU])[0].facts()
 
 
 def test_the_rerun_line_names_a_compiled_target_only():
-    eager = rerun_line("cases/test_x.py::test_x[cpu-uint8-default-reference]", CASE, "cpu")
-    compiled = rerun_line("cases/test_x.py::test_x[cpu+compile-uint8-default-compiled]", CASE, "cpu+compile")
+    eager = rerun_line("cases/test_x.py::test_x[cpu-uint8-default-reference]", CASE, CPU.facts())
+    compiled = rerun_line("cases/test_x.py::test_x[cpu+compile-uint8-default-compiled]", CASE, COMPILED)
     assert shlex.split(eager)[:4] == ["python", "-m", "conformance", "run"] and "--targets" not in eager
     assert shlex.split(compiled)[-2:] == ["--targets", "cpu+compile"]
     assert shlex.split(compiled)[5:7] == ["--replay", CASE]
@@ -26,21 +30,22 @@ def test_the_rerun_line_names_a_compiled_target_only():
 def test_a_crashed_item_on_a_compiled_target_gets_the_same_rerun_line(tmp_path):
     nodeid = "cases/test_x.py::test_x[cpu+compile-uint8-default-compiled]"
     writer = RecordWriter(tmp_path, "gw0", lambda: {"python": "3"})
-    writer.crash(nodeid, "worker 'gw0' crashed", CASE)
+    writer.crash(nodeid, "worker 'gw0' crashed", CASE, facts=COMPILED)
     writer.store.close()
     rows, _ = read_outcomes(tmp_path)
     crashed = next(r for r in rows if r.get("crash"))
-    assert crashed["repro"] == rerun_line(nodeid, CASE, "cpu+compile")
+    assert crashed["repro"] == rerun_line(nodeid, CASE, COMPILED)
     assert crashed["message"].endswith(f"Rerun: {crashed['repro']}")
 
 
 def test_a_rerun_line_names_exactly_the_targets_the_default_selection_leaves_out(monkeypatch):
-    """The rule on names alone (a crashed item has only its id) agrees with the discovered targets' own."""
+    """What a target's facts say (a crashed item's record reads them by the name in its id) agrees with the
+    `default` selection."""
     from conformance.devices import discovery
+    from conformance.devices.accelerators import CudaTarget
     from conformance.devices.compiled_target import compile_targets
     from conformance.devices.isa_target import IsaTarget
-    from conformance.devices.target_names import named_in_rerun
-    from conformance.devices.targets import CPU, CudaTarget, Target
+    from conformance.devices.targets import CPU, Target
 
     gpu = CudaTarget("cuda:0", "cuda", "a GPU")
     monkeypatch.setattr(discovery, "_real_targets", lambda: [CPU, gpu])
@@ -53,13 +58,13 @@ def test_a_rerun_line_names_exactly_the_targets_the_default_selection_leaves_out
     default = {t.name for t in discovery.select("default", found)}
     assert {t.name for t in found} >= {"cpu", "cpu:avx2", "cuda:0", "cuda:0+compile", "vcuda:0", "vcuda:1", "npu:0"}
     for target in found:
-        assert named_in_rerun(target.name) == (target.name not in default), target.name
+        assert target.facts().named_in_rerun == (target.name not in default), target.name
 
 
 def test_the_rerun_line_of_vcuda_0_collects_its_item(tmp_path):
     """vcuda:0 is left out of the default selection: its rerun line names it, or the item id collects nothing."""
     nodeid = "cases/test_normalize.py::test_normalize_v2[vcuda:0-float32-valid-reference]"
-    words = shlex.split(rerun_line(nodeid, CASE, "vcuda:0"))
+    words = shlex.split(rerun_line(nodeid, CASE, virtual_targets(2, only_last_by_default=True)[0].facts()))
     assert words[-2:] == ["--targets", "vcuda:0"]
     command = [sys.executable, *words[1:5], *words[-2:], "--co", "-q", "-p", "no:cacheprovider"]  # without --replay
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -106,8 +111,8 @@ def test_a_crash_record_names_the_item_as_its_failures_rerun_lines_do(tmp_path):
     command_id = "/elsewhere/mycases/test_x.py::test_x[cpu-uint8-default-reference]"
     writer = RecordWriter(tmp_path, "gw0", lambda: {"python": "3"})
     writer.case_started(nodeid, CASE, command_id=command_id)
-    writer.crash(nodeid, "worker 'gw0' crashed", CASE)
+    writer.crash(nodeid, "worker 'gw0' crashed", CASE, facts=CPU.facts())
     writer.store.close()
     rows, _ = read_outcomes(tmp_path)
     crashed = next(r for r in rows if r.get("crash"))
-    assert crashed["repro"] == rerun_line(command_id, CASE, "cpu")
+    assert crashed["repro"] == rerun_line(command_id, CASE, CPU.facts())

@@ -10,9 +10,10 @@ from conformance.cli import main as cli
 from conformance.spec.tolerances import Metrics, Tolerance
 from conformance.store import examples
 from conformance.store.aggregate import write_summary
+from conformance.store.crashes import last_case_started
 from conformance.store.examples import StoreError
 from conformance.store.reader import read_outcomes
-from conformance.store.records import RecordWriter, last_case_started
+from conformance.store.records import RecordWriter
 from conformance.store.writer import safe_name
 
 TOLERANCE = Tolerance("t", "one step", atol=1)

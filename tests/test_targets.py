@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from conformance.devices.discovery import discover, select
-from conformance.devices.targets import CPU, Target, TargetSelectionError, virtual_targets
+from conformance.devices.targets import CPU, Target, TargetSelectionError
+from conformance.devices.virtual_target import virtual_targets
 
 GPU_BOX = [CPU, Target("cuda:0", "cuda", "H100"), Target("cuda:1", "cuda", "H100"), Target("mps", "mps")]
 

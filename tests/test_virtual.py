@@ -137,7 +137,7 @@ import torchvision.transforms.v2.functional as F
 import conformance.devices.virtual.state as state
 state.real_device_count = lambda: 1  # as on a one-GPU machine: the real CUDA guard stays in place
 from conformance.spec.recipes import Recipe, materialize, to_float64
-from conformance.devices.targets import virtual_targets
+from conformance.devices.virtual_target import virtual_targets
 
 vcuda1 = virtual_targets(2)[1]
 for layout in ("contiguous", "channels_last", "strided"):
@@ -170,8 +170,8 @@ def test_a_timeout_in_the_restore_window_cannot_leave_torch_cuda_patched(monkeyp
     import time
 
     from conformance.devices import calls
-    from conformance.devices.targets import virtual_targets
     from conformance.devices.virtual import facade
+    from conformance.devices.virtual_target import virtual_targets
     from conformance.spec.recipes import Case, Recipe
     from tests.planted_ops import make_spec
 
@@ -219,7 +219,7 @@ def test_torch_cuda_calls_the_facade_does_not_answer_are_not_emulatable(name):
 
 def test_an_op_asking_an_unanswered_torch_cuda_question_is_skipped_not_failed():
     from conformance.devices import calls
-    from conformance.devices.targets import virtual_targets
+    from conformance.devices.virtual_target import virtual_targets
     from conformance.spec.recipes import Case, Recipe
     from tests.planted_ops import make_spec
 

@@ -9,8 +9,8 @@ import torchvision.transforms.v2 as T
 import torchvision.transforms.v2.functional as F
 
 from conformance.devices.placement import PlacementLog, left_behind
-from conformance.devices.targets import virtual_targets
 from conformance.devices.virtual.state import NotEmulatable
+from conformance.devices.virtual_target import virtual_targets
 
 pytestmark = pytest.mark.usefixtures("virtual_device")  # skipped where this torch fails the probe
 

@@ -51,7 +51,7 @@ class InputImage:
     def on(self, target: Target) -> torch.Tensor:
         """A fresh tensor on the target in the recipe's layout; the layout is made on the target,
         because copying a strided view to another device densifies it."""
-        moved = target.put(self.dense) if target.is_accelerator else self.dense.clone()
+        moved = target.fresh_copy(self.dense)
         return apply_layout(moved, self.recipe.layout)
 
     @property

@@ -21,12 +21,8 @@ def call(
 ) -> OpRun:
     """The case's call of `spec` on `target` (the context's by default), on the case's input or `image` (host)."""
     target = target or ctx.target
-    tensor = ctx.source.on(target) if image is None else _moved(image, target)
+    tensor = ctx.source.on(target) if image is None else target.fresh_copy(image)
     return run_op(spec, tensor, ctx.case, target, sampled, timeout_s=ctx.timeout_s)
-
-
-def _moved(image: torch.Tensor, target: Target) -> torch.Tensor:
-    return target.put(image) if target.is_accelerator else image.clone()
 
 
 def entered(ctx: CaseContext, sampled: Sampled | None) -> tuple[Entry | None, OpRun]:

@@ -155,7 +155,7 @@ def keeping(spec: OpSpec, built: list[torch.nn.Module], *, once: bool = False) -
 
 def in_process_eager(spec: OpSpec, target: Target, mode: str) -> bool:
     """Eager calls on the target in this process (a compiled target compiles per op: its forms are eager's)."""
-    return not target.compiled and valid_inputs(spec, target, mode)
+    return target.eager_op and valid_inputs(spec, target, mode)
 
 
 def eager_tensor_call(spec: OpSpec, target: Target, mode: str) -> bool:

@@ -90,7 +90,7 @@ def plan(ctx: CaseContext) -> tuple[dict[str, dict[str, Any]], dict[str, PeerCal
         entries[peer.name] = entry
         why = _unmet(peer)
         theirs = peer.member.effective(ctx.case.params) if omits else None
-        target = ctx.target if peer.runs_on(ctx.target) else CPU
+        target = ctx.target if ctx.target.has_items(peer) else CPU
         entry["target"] = target.name
         if why is not None:
             entry["skipped"] = why
@@ -102,8 +102,8 @@ def plan(ctx: CaseContext) -> tuple[dict[str, dict[str, Any]], dict[str, PeerCal
             entry["skipped"] = (
                 "draws cases of its own, which the other libraries do not run: compared with them on the cpu only"
             )
-        elif target.virtual and peer.needs_real_device:
-            entry["skipped"] = target.not_run_message(peer.needs_real_device)
+        elif lacking := target.lacks(peer.needs_real_device):
+            entry["skipped"] = lacking
         else:
             calls[peer.name] = PeerCall(peer, ctx.case.relabelled(peer.name), target)
     return entries, calls

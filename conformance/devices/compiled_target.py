@@ -3,6 +3,7 @@ with eager on that device.  Virtual devices are not compile targets (their dispa
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,13 +11,14 @@ from typing import Any
 
 import torch
 
+from conformance.devices.facts import ScriptDevice, TargetFacts
 from conformance.devices.placement import PlacementLog
-from conformance.devices.target_names import COMPILED_SUFFIX
 from conformance.devices.targets import CPU, Target
 from conformance.devices.torch_private import compile_counts
 from conformance.spec.opspec import OpSpec
 
 _COMPILED: dict[str, Any] = {}
+COMPILED_SUFFIX = "+compile"  # `<device>+compile`
 COMPILE_BUDGET_S = 120.0  # per op and process: past it, the op's further cases are not run compiled (a skip)
 COMPILE_STATS: dict[str, dict[str, float]] = {}  # op -> seconds in calls that compiled, graphs, graph breaks
 
@@ -69,6 +71,16 @@ class CompiledTarget(Target):
 
     def op_function(self, spec: OpSpec) -> Callable[..., Any]:
         return compiled(spec)
+
+    def none_run_reason(self, spec: OpSpec) -> str | None:
+        """A host library's op is never compiled: one item a variant says so."""
+        return f"not compiled: {spec.host_only} (torch.compile compiles torch code only)" if spec.host_only else None
+
+    def script_device(self) -> ScriptDevice:
+        return dataclasses.replace(self.eager.script_device(), compiled=True)
+
+    def facts(self) -> TargetFacts:
+        return dataclasses.replace(super().facts(), table_rank=self.eager.table_rank)
 
     def not_run_reason(self, spec: OpSpec) -> str | None:
         """Once the op's compile budget is spent, its further cases are not run compiled."""

@@ -10,18 +10,12 @@ from __future__ import annotations
 
 import torch
 
+from conformance.devices.accelerators import CudaTarget, MpsTarget, XpuTarget
 from conformance.devices.compiled_target import compile_targets
 from conformance.devices.isa_target import isa_targets
-from conformance.devices.targets import (
-    CPU,
-    CudaTarget,
-    MpsTarget,
-    Target,
-    TargetSelectionError,
-    XpuTarget,
-    virtual_targets,
-)
+from conformance.devices.targets import CPU, Target, TargetSelectionError
 from conformance.devices.virtual import probe
+from conformance.devices.virtual_target import virtual_targets
 from conformance.spec.extensions import TARGETS, ExtensionError, extensions
 
 SECOND_RUN = "CUDA_VISIBLE_DEVICES= python -m conformance run --targets vcuda"
@@ -96,7 +90,7 @@ def extension_targets(taken: set[str]) -> list[Target]:
 
 
 def _real_targets() -> list[Target]:
-    found = [CPU]
+    found: list[Target] = [CPU]
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
             found.append(CudaTarget(f"cuda:{index}", "cuda", torch.cuda.get_device_name(index)))

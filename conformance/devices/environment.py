@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from conformance.devices.compiled_target import COMPILE_BUDGET_S
 from conformance.devices.targets import Target
 from conformance.devices.torch_private import cuda_driver_version
 from conformance.spec import sweep, versions
@@ -97,6 +98,13 @@ def header_lines(env: dict[str, Any]) -> list[str]:
         f"conformance: {cuda_line}; cpu capability {env['cpu_capability']}; tf32: {tf32}",
         f"conformance targets: {targets}",
     ]
+    compiled = [t["name"] for t in env["targets"] if t.get("compiled")]
+    if compiled:
+        lines.append(
+            f"conformance: {', '.join(compiled)}: torch.compile (Inductor, dynamic shapes) once per op and process, "
+            f"reused by every case of the op; a compile budget of {COMPILE_BUDGET_S:.0f} s an op and process (past it, "
+            f"its further cases are skipped; the total is printed at the end); virtual devices are not compile targets"
+        )
     lines += [
         f"conformance: warning: {name} imports as {info['version']} from {info['file']}, but pip's metadata "
         f"says {info['metadata']}"

@@ -4,8 +4,8 @@ torch's and this harness's, so that an error or a device mix points a user at th
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
-import sys
 from pathlib import Path
 from types import FrameType
 
@@ -34,8 +34,11 @@ def is_library(filename: str) -> bool:
 
 
 def library_frame(skip: int = 1) -> str:
-    """file:line in function of the innermost caller outside torch and this harness."""
-    frame: FrameType | None = sys._getframe(skip)
+    """file:line in function of the innermost caller outside torch and this harness (`inspect.currentframe`: the
+    public handle on frames)."""
+    frame: FrameType | None = inspect.currentframe()
+    for _ in range(skip):
+        frame = frame.f_back if frame is not None else None
     while frame is not None:
         if is_library(frame.f_code.co_filename):
             return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"

@@ -276,10 +276,9 @@ def worker(level: str) -> IsaWorker:
     return _workers[level]
 
 
-def close_all() -> None:
-    """End every worker: all are told first, then waited for (each takes a moment to exit)."""
-    for found in _workers.values():
+def close(level: str) -> None:
+    """End this process's worker for the level (its own, or its connection to a shared one)."""
+    found = _workers.pop(level, None)
+    if found is not None:
         found.close()
-    for found in _workers.values():
         found.join()
-    _workers.clear()

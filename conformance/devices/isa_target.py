@@ -4,12 +4,16 @@ ATEN_CPU_CAPABILITY set (conformance.devices.isa).  Its cases are handed to the 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from conformance.devices import isa, isa_feed
+from conformance.devices import isa, isa_feed, isa_start
+from conformance.devices.facts import ScriptDevice
 from conformance.devices.isa import ENV, lower_levels
 from conformance.devices.placement import is_device_mix_error
 from conformance.devices.runs import CaseTimeout, OpRun
@@ -24,6 +28,11 @@ class IsaTarget(Target):
 
     cpu_path = True
     prefetches = True
+    table_rank = 0.5  # after the cpu
+
+    def script_device(self) -> ScriptDevice:
+        """The cpu with this instruction set's kernels (ATEN_CPU_CAPABILITY)."""
+        return ScriptDevice("cpu", self.level)
 
     @property
     def device(self) -> torch.device:
@@ -67,6 +76,39 @@ class IsaTarget(Target):
 
     def discard_prefetched(self) -> None:
         isa_feed.worker(self.level).discard()
+
+    def start(self, folder: str) -> dict[str, str]:
+        """One worker process for every xdist worker to share (conformance.devices.isa_feed): its start-up (torch
+        and the libraries under test) is paid once per level, not once per xdist worker."""
+        path = os.path.join(folder, f"{self.level}.sock")
+        env = dict(os.environ, **self.child_environment)
+        env.pop("CONFORMANCE_TARGETS", None)
+        _STARTED[self.level] = isa_start.start(["--listen", path], env, stdin=subprocess.PIPE)
+        return {"socket": path}
+
+    def setup_worker(self, handed: dict[str, str] | None) -> None:
+        if handed and "socket" in handed:
+            isa_feed.use_shared({self.level: handed["socket"]})
+
+    def close_worker(self) -> None:
+        isa_feed.close(self.level)
+
+    def stop(self, now: bool) -> None:
+        """The shared worker ends when its stdin closes; after a stop it is killed at once (it may be in a case that
+        runs to its timeout, and a cancelled job has seconds)."""
+        process = _STARTED.pop(self.level, None)
+        if process is None:
+            return
+        with contextlib.suppress(OSError, AttributeError):  # stdin is a pipe (started with PIPE)
+            process.stdin.close()  # type: ignore[union-attr]
+        try:
+            process.wait(timeout=0 if now else 15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+_STARTED: dict[str, subprocess.Popen[bytes]] = {}  # level -> the shared worker this (controller) process started
 
 
 def _request(spec: OpSpec, case: Case, sampled: Sampled | None, timeout_s: float) -> dict[str, Any] | None:

@@ -2,12 +2,15 @@
 method or attribute of it: how to put a tensor or module there, how to wait for it, how to seed it, how to call
 the op there (eager, compiled, in another process), what its output is compared with, what it cannot run, how a
 rerun line names it and where it sorts in tables.  No module outside `conformance.devices` tests a target's name
-or type.
+or type; records and reports read what they need of it from its `facts()`, which the run's environment keeps.  A
+kind that starts something (a worker process, a connection) does it in its lifecycle: `start` on the run's
+controller, `setup_worker` and `close_worker` in each worker process, `stop` on the controller.
 
-Built-in kinds: `cpu`, `cuda:N`, `mps`, `xpu:N` (this module); `vcuda:N`, virtual (CPU data, CUDA device rules
-enforced); `cpu:<level>`, the cpu's kernels for a lower instruction set in a worker process
-(conformance.devices.isa_target); `<device>+compile` (conformance.devices.compiled_target).  Other packages add
-kinds through the `conformance.targets` entry point group (conformance.devices.discovery).
+Built-in kinds: `cpu` (this module); `cuda:N`, `mps`, `xpu:N` (conformance.devices.accelerators); `vcuda:N`,
+virtual (CPU data, CUDA device rules enforced: conformance.devices.virtual_target); `cpu:<level>`, the cpu's kernels
+for a lower instruction set in a worker process (conformance.devices.isa_target); `<device>+compile`
+(conformance.devices.compiled_target).  Other packages add kinds through the `conformance.targets` entry point
+group (conformance.devices.discovery).
 """
 
 from __future__ import annotations
@@ -19,10 +22,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
+from conformance.devices.facts import ScriptDevice, TargetFacts
 from conformance.devices.placement import ObserverMode, PlacementLog
 from conformance.devices.torch_private import only_lift_cpu_tensors, set_only_lift_cpu_tensors
-from conformance.devices.virtual.facade import virtual_cuda
-from conformance.devices.virtual.tensor import to_virtual
 
 if TYPE_CHECKING:  # for annotations only: the run types sit beside the calls that make them
     from conformance.devices.runs import OpRun
@@ -36,7 +38,7 @@ class TargetSelectionError(ValueError):
 
 @dataclass(frozen=True)
 class Target:
-    """One place an op can run: the cpu, and the base of every other kind (a subclass overrides what differs)."""
+    """One place an op can run: the base of every kind (a subclass overrides what differs; `CpuTarget` is the host)."""
 
     name: str
     kind: str
@@ -52,6 +54,7 @@ class Target:
     autocast_device: ClassVar[str] = "cpu"
     autocast_dtype: ClassVar[torch.dtype] = torch.bfloat16
     inference_mode: ClassVar[bool] = True  # torch.inference_mode() can be entered around its calls
+    table_rank: ClassVar[float] = 5.0  # where it sorts in tables: the built-in kinds first, an installed one's after
 
     @property
     def device(self) -> torch.device:
@@ -113,6 +116,10 @@ class Target:
         """Move a tensor or module onto this target (a copy for tensors, in place for modules)."""
         return value.to(self.device)
 
+    def fresh_copy(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A copy of a host tensor on this target that the op may change without touching the original."""
+        return self.put(tensor) if self.is_accelerator else tensor.clone()
+
     def synchronize(self) -> None:
         """Wait for queued work so timings and errors belong to the right case (the cpu queues nothing)."""
 
@@ -173,115 +180,105 @@ class Target:
         finally:
             set_only_lift_cpu_tensors(lift)
 
-    def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "kind": self.kind, "description": self.description, "virtual": self.virtual}
-
-
-CPU = Target("cpu", "cpu", "host CPU")
-
-
-@dataclass(frozen=True)
-class CudaTarget(Target):
-    """`cuda:N` (also a ROCm build's devices, which PyTorch names cuda)."""
-
-    autocast_device = "cuda"
-    autocast_dtype = torch.float16
-
-    def synchronize(self) -> None:
-        torch.cuda.synchronize(self.device)
-
-    def seed(self, seed: int) -> None:
-        super().seed(seed)
-        if torch.cuda.is_initialized():
-            torch.cuda.manual_seed_all(seed)
-
-    def release_memory(self) -> None:
-        torch.cuda.empty_cache()
-
-
-@dataclass(frozen=True)
-class MpsTarget(Target):
-    """`mps`: Apple Metal."""
-
-    autocast_device = "mps"
-    autocast_dtype = torch.float16
-
-    def synchronize(self) -> None:
-        torch.mps.synchronize()
-
-    def seed(self, seed: int) -> None:
-        super().seed(seed)
-        torch.mps.manual_seed(seed)
-
-
-@dataclass(frozen=True)
-class XpuTarget(Target):
-    """`xpu:N`: Intel GPUs."""
-
-    autocast_device = "xpu"
-
-    def synchronize(self) -> None:
-        torch.xpu.synchronize(self.device)
-
-    def seed(self, seed: int) -> None:
-        super().seed(seed)
-        if torch.xpu.is_initialized():
-            torch.xpu.manual_seed_all(seed)
-
-
-@dataclass(frozen=True)
-class VirtualTarget(Target):
-    """`vcuda:N`: tensors report cuda:N, data and kernels stay on the CPU (see conformance.devices.virtual)."""
-
-    count: int = 2  # how many virtual devices torch.cuda reports while active
-
-    backward_by_walking = True  # the autograd engine would look for a real CUDA device to run on
-    autocast_device = "cuda"  # what a cuda device's users enter; the emulation casts as cuda's autocast would
-    autocast_dtype = torch.float16
-    inference_mode = False  # inside it the emulated tensors' `.cpu()` keeps the device: a finding of the emulation
+    # -- what records, reports and repro scripts know of it
 
     @property
-    def device(self) -> torch.device:
-        return torch.device("cuda", int(self.name.split(":")[1]))
+    def label(self) -> str:
+        """Its name in messages, marked when it is virtual."""
+        return f"{self.name} (virtual)" if self.virtual else self.name
 
-    def put(self, value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            return to_virtual(value, self.device)
-        with virtual_cuda(self.count):
-            return value.to(self.device)
+    def script_device(self) -> ScriptDevice:
+        """Where a repro script reruns its failures on a real machine: the device of its name."""
+        return ScriptDevice(self.name)
 
-    def synchronize(self) -> None:
-        """Nothing is queued: the CPU kernels have finished when the op returns."""
-
-    def not_run_message(self, reason: str) -> str:
-        return f"not emulatable on a virtual device: {reason}"
-
-    def autocast(self) -> torch.autocast:
-        with virtual_cuda(self.count):  # made while torch.cuda reports devices, or it disables itself
-            return super().autocast()
-
-    @contextlib.contextmanager
-    def active(self, log: PlacementLog | None = None) -> Iterator[None]:
-        with virtual_cuda(self.count, log):
-            yield
-
-
-VIRTUAL_DESCRIPTION = "virtual: cpu data and kernels, cuda device rules"
-ALL_VIRTUAL = "--targets default,vcuda"
-
-
-def virtual_targets(count: int, only_last_by_default: bool = False) -> list[Target]:
-    """`count` vcuda:N targets, unconditionally (discovery decides whether to offer them); with
-    `only_last_by_default`, the `default` selection takes only the last."""
-    held_back = f"; not the current device (vcuda:0 too: {ALL_VIRTUAL})"
-    return [
-        VirtualTarget(
-            f"vcuda:{i}",
-            "vcuda",
-            VIRTUAL_DESCRIPTION + (held_back if only_last_by_default and i == count - 1 and i > 0 else ""),
-            virtual=True,
-            by_default=not only_last_by_default or i == count - 1,
-            count=count,
+    def facts(self) -> TargetFacts:
+        return TargetFacts(
+            name=self.name,
+            kind=self.kind,
+            description=self.description,
+            virtual=self.virtual,
+            compiled=self.compiled,
+            named_in_rerun=not self.in_default_selection,
+            table_rank=self.table_rank,
+            script=self.script_device(),
         )
-        for i in range(count)
-    ]
+
+    def to_dict(self) -> dict[str, object]:
+        return self.facts().to_dict()
+
+    # -- which items it has
+
+    def has_items(self, spec: OpSpec) -> bool:
+        """Whether the op has items here: a host library's only on the cpu itself; an op that asks nothing of the
+        cpu's kernels, none on the cpu's other instruction-set paths."""
+        if spec.host_only:
+            return self.hosts_libraries
+        return spec.cpu_paths or not self.cpu_path
+
+    @property
+    def hosts_libraries(self) -> bool:
+        """A host library (Pillow, OpenCV) runs here: the cpu itself only."""
+        return False
+
+    def none_run_reason(self, spec: OpSpec) -> str | None:
+        """Where the op has no items here, why, when an item of the variant should say it (None: nothing said)."""
+        return None
+
+    def lacks(self, needs_real_device: str | None) -> str | None:
+        """Why an op that needs a real device (`OpSpec.needs_real_device`) is not run here (None: it is)."""
+        return self.not_run_message(needs_real_device) if self.virtual and needs_real_device else None
+
+    def finding_is_warning(self, virtual_findings: str) -> bool:
+        """Whether a finding here is a warning (--virtual-findings=warn on a virtual target)."""
+        return self.virtual and virtual_findings == "warn"
+
+    @property
+    def own_device(self) -> bool:
+        """A real accelerator: a worker can keep to it (grouping items by target)."""
+        return self.is_accelerator and not self.virtual and not self.compiled
+
+    @property
+    def eager_op(self) -> bool:
+        """Its op runs as written (not through torch.compile)."""
+        return not self.compiled
+
+    @property
+    def runs_eager_here(self) -> bool:
+        """Its op runs eager in this process (what `conformance timing` measures here)."""
+        return self.eager_op and self.child_environment is None
+
+    @property
+    def times_kernels(self) -> bool:
+        """A timing here measures its kernels (a virtual device's are the cpu's behind an emulation)."""
+        return not self.virtual
+
+    # -- lifecycle: the run's controller starts it, each worker process sets it up and closes it, the controller
+    # stops it.  A target that runs in this process needs none of them.
+
+    def start(self, folder: str) -> dict[str, str] | None:
+        """On the controller, before the workers start; `folder` is the run's own temporary folder.  Returns what
+        each worker needs to reach what was started (JSON-able), or None."""
+        return None
+
+    def setup_worker(self, handed: dict[str, str] | None) -> None:
+        """In each worker process (or the only one), before its first item: `handed` is what `start` returned."""
+
+    def close_worker(self) -> None:
+        """In each worker process at its session's end."""
+
+    def stop(self, now: bool) -> None:
+        """On the controller at the end; `now`: the run was stopped, do not wait for anything."""
+
+
+@dataclass(frozen=True)
+class CpuTarget(Target):
+    """`cpu`: the host."""
+
+    table_rank = 0.0
+
+    @property
+    def hosts_libraries(self) -> bool:
+        return True
+
+
+CPU = CpuTarget("cpu", "cpu", "host CPU")

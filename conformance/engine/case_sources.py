@@ -63,7 +63,9 @@ ERROR_MODE_EXAMPLES = 25
 @contextlib.contextmanager
 def fewer_examples(test: Any, most: int) -> Iterator[None]:
     """Run one item of a hypothesis test with at most `most` examples: hypothesis reads a test's settings when it
-    is called, so they are swapped for the item and put back after (other items of the test keep theirs)."""
+    is called, so they are swapped for the item and put back after (other items of the test keep theirs).
+    Internal: `_hypothesis_internal_use_settings` is where `@settings` keeps them on the test; hypothesis has no
+    public way to change one call's settings (applying `settings` again wraps the test and is an error)."""
     held = getattr(test, "_hypothesis_internal_use_settings", None)
     if held is None or held.max_examples <= most:
         yield

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from conformance.engine.session import ConformanceRun
+from conformance.spec.issue_paths import modules_spoken_of
 from conformance.spec.opspec import SOURCES
 
 # A case module whose ops depend on options (the device sweep's on --sweep) names their globs here; known-issue
@@ -46,8 +47,9 @@ def defined_ops() -> dict[str, Any]:
 
 def unknown_known_issue_ops(run: ConformanceRun, defined: Mapping[str, Any]) -> CollectionProblem | None:
     """A known-issue entry whose op matches no op it speaks of would apply to nothing, silently (a typo, or an op
-    renamed or removed).  A known_issues.toml beside case modules speaks of those modules; a file given with
-    --known-issues, wherever it lies, of every collected case module.  Judged only where every case module of the
+    renamed or removed).  A file beside case modules speaks of those modules (a family's file of its own module,
+    known_issues.toml of its folder's); a file given with --known-issues, wherever it lies, of every collected case
+    module.  Judged only where every case module of the
     folders concerned was imported (a run of one file of a folder sees only that file's ops); the message names the
     closest op where one is spelt almost alike."""
     ops: dict[str, str] = defined.get("ops", {})
@@ -56,11 +58,16 @@ def unknown_known_issue_ops(run: ConformanceRun, defined: Mapping[str, Any]) -> 
     case_modules = set(ops.values()) | {module for module, optional in modules.items() if optional}
     unknown = []
     for path in run.issues.files_in_use([Path(module) for module in modules]):
-        folders = {Path(source).parent for source in case_modules} if path in explicit else {path.resolve().parent}
-        beside = {str(p.resolve()) for folder in folders for p in folder.glob("test_*.py")}
+        folders = {Path(source).parent for source in case_modules}
+        spoken = (
+            [p for folder in folders for p in folder.glob("test_*.py")]
+            if path in explicit
+            else modules_spoken_of(path.resolve())
+        )
+        beside = {str(p.resolve()) for p in spoken}
         if not beside or not beside <= set(modules):
             continue
-        mine = [op for op, source in ops.items() if Path(source).parent in folders]
+        mine = [op for op, source in ops.items() if source in beside]
         optional = [glob for module in beside for glob in modules[module]]
         for entry in run.issues.entries([path]):
             for op_glob in entry.op:

@@ -12,33 +12,36 @@ is used unless the user chose a mode.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.devices import isa_start
 from conformance.devices.exits import end_now
+from conformance.devices.facts import FactsBook
 from conformance.engine import interrupts
 from conformance.spec.item_ids import parse_item_id, worker_group
+from conformance.store.crashes import last_case_started
 from conformance.store.overruns import ending
-from conformance.store.records import RecordWriter, last_case_started
+from conformance.store.records import RecordWriter
 
-ISA_ENV = "ATEN_CPU_CAPABILITY"
+HANDED_KEY = "conformance_targets"  # in a worker's input: target name -> what the target's `start` handed it
+
+
+def handed_to_worker(workerinput: dict[str, Any] | None) -> dict[str, dict[str, str]]:
+    """In a worker: what the controller's targets handed it (nothing without xdist)."""
+    return json.loads(workerinput[HANDED_KEY]) if workerinput and HANDED_KEY in workerinput else {}
 
 
 def group_by(chosen: str, targets: list[Any]) -> str:
     """'target' or 'variant' for --group-by (auto: per target with two or more real accelerators)."""
     if chosen != "auto":
         return chosen
-    real_accelerators = [t for t in targets if t.is_accelerator and not t.virtual]
-    return "target" if len(real_accelerators) >= 2 else "variant"
+    return "target" if sum(t.own_device for t in targets) >= 2 else "variant"
 
 
 def dist_chosen(config: pytest.Config) -> bool:
@@ -57,7 +60,7 @@ def configure(config: pytest.Config, run_dir: Path, cfg: Any | None) -> None:
     hooks = XdistHooks(run_dir, cfg)
     if cfg is not None and isinstance(workers, int) and workers > 1:
         share_threads(workers)
-        hooks.start_isa_workers()
+        hooks.start_targets()
     config.pluginmanager.register(hooks, "conformance-xdist")
 
 
@@ -84,30 +87,26 @@ def share_threads(workers: int) -> None:
 
 
 class XdistHooks:
-    """Hands the controller's run folder (and its shared ISA workers) to every worker; records items whose
+    """Hands the controller's run folder (and what its targets started) to every worker; records items whose
     worker died."""
 
     def __init__(self, run_dir: Path, cfg: Any | None) -> None:
         self.run_dir, self.cfg = run_dir, cfg
-        self.isa_workers: list[subprocess.Popen] = []
-        self.isa_paths: dict[str, str] = {}
-        self.isa_folder: str | None = None
+        self.handed: dict[str, dict[str, str]] = {}  # target name -> what its `start` gave the workers
+        self.started: list[Any] = []
+        self.folder: str | None = None
+        self.facts = FactsBook(t.facts() for t in cfg.targets) if cfg is not None else FactsBook()
 
-    def start_isa_workers(self) -> None:
-        """One worker per ISA level for every xdist worker to share (conformance.devices.isa_feed): a process's
-        start-up (torch and the libraries under test) is paid once per level, not once per xdist worker."""
+    def start_targets(self) -> None:
+        """Each target's `start` (a target kind that runs elsewhere starts what every xdist worker shares)."""
         if self.cfg is None:
             return
-        levels = [t.level for t in self.cfg.targets if getattr(t, "level", None) is not None]
-        if not levels:
-            return
-        self.isa_folder = tempfile.mkdtemp(prefix="conformance-isa-")
-        for level in levels:
-            path = os.path.join(self.isa_folder, f"{level}.sock")
-            env = dict(os.environ, **{ISA_ENV: level})
-            env.pop("CONFORMANCE_TARGETS", None)
-            self.isa_workers.append(isa_start.start(["--listen", path], env, stdin=subprocess.PIPE))
-            self.isa_paths[level] = path
+        self.folder = tempfile.mkdtemp(prefix="conformance-targets-")
+        for target in self.cfg.targets:
+            handed = target.start(self.folder)
+            self.started.append(target)
+            if handed is not None:
+                self.handed[target.name] = handed
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionstart(self, session: pytest.Session) -> Any:
@@ -125,42 +124,38 @@ class XdistHooks:
 
     def pytest_configure_node(self, node) -> None:
         node.workerinput["conformance_run_dir"] = str(self.run_dir)
-        if self.isa_paths:
-            node.workerinput["conformance_isa"] = json.dumps(self.isa_paths)
+        if self.handed:
+            node.workerinput[HANDED_KEY] = json.dumps(self.handed)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        """The shared ISA workers end when their stdin closes; after a stop they are killed at once (one may be
-        in a case that runs to its timeout, and a cancelled job has seconds).  Their folder goes whatever
-        happens (a stop here is only remembered: `interrupts.closing`)."""
+        """Each started target's `stop` (at once after a stop of the run); their folder goes whatever happens (a
+        stop here is only remembered: `interrupts.closing`)."""
         try:
-            for process in self.isa_workers:
-                with contextlib.suppress(OSError, AttributeError):  # stdin is a pipe (started with PIPE)
-                    process.stdin.close()  # type: ignore[union-attr]
-            for process in self.isa_workers:
-                try:
-                    process.wait(timeout=0 if interrupts.requested() else 15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            now = interrupts.requested() is not None
+            for target in self.started:
+                target.stop(now)
         finally:
-            if self.isa_folder is not None:
-                shutil.rmtree(self.isa_folder, ignore_errors=True)
+            if self.folder is not None:
+                shutil.rmtree(self.folder, ignore_errors=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """On the controller: a worker that died mid-item (os.abort, a segfault, or its watchdog ending an op
         stuck in native code past --case-timeout) is recorded, with the case it had started (so that case can be
         replayed)."""
         text = str(report.longrepr) if report.failed else ""
-        if "crashed while running" not in text or parse_item_id(report.nodeid) is None:
+        parsed = parse_item_id(report.nodeid)
+        if "crashed while running" not in text or parsed is None:
             return
         ended = ending(self.run_dir, report.nodeid)  # its watchdog ended it, stuck in native code
         if ended is not None and ended.stopped:
             return  # after a stop: the item was interrupted, and an incomplete summary says so
         writer = RecordWriter(self.run_dir, "main", dict)
+        facts = self.facts[parsed.target]
         if ended is not None:
-            writer.crash(report.nodeid, ended.message, ended.case_json, overran=True)
+            writer.crash(report.nodeid, ended.message, ended.case_json, overran=True, facts=facts)
         else:
-            writer.crash(report.nodeid, text.strip().splitlines()[-1], last_case_started(self.run_dir, report.nodeid))
+            last = last_case_started(self.run_dir, report.nodeid)
+            writer.crash(report.nodeid, text.strip().splitlines()[-1], last, facts=facts)
         writer.close()
 
     @pytest.hookimpl(tryfirst=True)

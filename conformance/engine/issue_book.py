@@ -15,7 +15,9 @@ from typing import Any
 
 from conformance.spec import known_issues as ki
 from conformance.spec.issue_files import load
+from conformance.spec.issue_paths import files_beside
 from conformance.spec.item_ids import parse_item_id
+from conformance.spec.known_issues import KnownIssuesError
 
 Cell = tuple[str, str, str, str]  # (module::test, target, dtype, mode)
 
@@ -32,6 +34,7 @@ class IssueBook:
         self._explicit = list(explicit_files)
         self._value_checks = value_checks  # checks whose entries need an envelope (conformance.checks.registry)
         self._by_file: dict[Path, list[ki.KnownIssue]] = {}
+        self._origin: dict[str, Path] = {}  # entry id -> the file that has it
         self._cells: dict[Cell, list[tuple[str, str]]] | None = None  # cell -> (nodeid, check) in run order
         self._strictness: dict[tuple[str, Cell], list[Any]] = {}  # (issue, cell) -> [cases in scope, reproduced]
         self._announced: set[str] = set()
@@ -43,22 +46,23 @@ class IssueBook:
         return tuple(self._explicit)
 
     def files_for(self, module_path: Path) -> list[Path]:
-        """--known-issues files, else known_issues.toml beside the case module."""
-        if self._explicit:
-            return self._explicit
-        beside = module_path.parent / "known_issues.toml"
-        return [beside] if beside.exists() else []
+        """--known-issues files, else the files beside the case module (its family's, then the shared one)."""
+        return self._explicit or files_beside(module_path)
 
     def files_in_use(self, module_paths: list[Path]) -> list[Path]:
-        """The --known-issues files, else the known_issues.toml beside each of these case modules."""
+        """The --known-issues files, else the files beside each of these case modules."""
         return sorted({file for path in module_paths for file in self.files_for(path)})
 
     def entries(self, files: list[Path]) -> list[ki.KnownIssue]:
-        """Entries from these files; raises KnownIssuesError on a malformed file."""
+        """Entries from these files; raises KnownIssuesError on a malformed file or an id two files use."""
         found = []
         for path in files:
             if path not in self._by_file:
                 self._by_file[path] = load(path, value_checks=self._value_checks)
+                for issue in self._by_file[path]:
+                    first = self._origin.setdefault(issue.id, path)
+                    if first != path:
+                        raise KnownIssuesError(f"{path}: id {issue.id!r} is already an entry of {first}")
             found.extend(self._by_file[path])
         return found
 

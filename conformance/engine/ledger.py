@@ -30,7 +30,7 @@ class ItemInfo:
 
     nodeid: str
     test: str  # the test function's name, `test_<op>`
-    module_path: Path  # the case module, beside which its known_issues.toml is found
+    module_path: Path  # the case module, beside which its known-issue files are found
     spec: OpSpec
     target: str
     dtype: str
@@ -84,10 +84,7 @@ class ItemState:
     @property
     def where(self) -> str:
         info = self.info
-        return (
-            f"{info.spec.name} on {info.target}{' (virtual)' if self.target.virtual else ''} "
-            f"[{info.dtype}, {info.mode}]"
-        )
+        return f"{info.spec.name} on {self.target.label} [{info.dtype}, {info.mode}]"
 
     @property
     def in_scope(self) -> Counter[str]:

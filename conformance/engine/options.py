@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from conformance.spec.issue_paths import files_beside, files_in_folder
 from conformance.store.writer import safe_name
 
 TARGETS_ENV = "CONFORMANCE_TARGETS"
@@ -50,13 +51,16 @@ def virtual_count(config: pytest.Config) -> int | None:
 
 
 def default_issue_files(config: pytest.Config) -> list[Path]:
-    """known_issues.toml files the collected case modules will use, found up front so a
-    broken one is a usage error before any test runs (folders: itself and one level down)."""
+    """Known-issue files the collected case modules will use, found up front so a broken one is a usage error
+    before any test runs (a module's own; a folder's, itself and one level down)."""
     found: set[Path] = set()
     for arg in config.args:
         path = Path(arg.split("::")[0])
-        folders = [path.parent] if path.is_file() else [path, *(p for p in path.glob("*/") if p.is_dir())]
-        found.update(f / "known_issues.toml" for f in folders if (f / "known_issues.toml").is_file())
+        if path.is_file():
+            found.update(files_beside(path))
+            continue
+        for folder in [path, *(p for p in path.glob("*/") if p.is_dir())]:
+            found.update(files_in_folder(folder))
     return sorted(found)
 
 
@@ -279,7 +283,8 @@ OPTIONS: tuple[Option, ...] = (
         action="append",
         default=[],
         metavar="FILE",
-        help="known-issues TOML file(s); default: known_issues.toml beside each case module",
+        help="known-issues TOML file(s); default: the files beside each case module (known_issues/<family>.toml, "
+        "known_issues.toml)",
     ),
 )
 

@@ -84,7 +84,7 @@ class IsaPrefetch:
                     [
                         t
                         for t in self.targets
-                        if other.runs_on(t) and (f"test_{other.name}", info.dtype, info.mode, t.name) in self._items
+                        if t.has_items(other) and (f"test_{other.name}", info.dtype, info.mode, t.name) in self._items
                     ],
                 )
                 for other in specs

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from conformance.checks.registry import CheckOutcome, value_checks
-from conformance.devices import deadline, isa_feed
+from conformance.devices import deadline
 from conformance.devices.compiled_target import COMPILE_STATS
 from conformance.engine import interrupts
 from conformance.engine.case_sources import CaseSources, PlannedFailure, drawn_choices, from_config
@@ -89,7 +89,8 @@ class ConformanceRun:
 
     def close(self) -> None:
         self.recorder.close()
-        isa_feed.close_all()
+        for target in self.cfg.targets:
+            target.close_worker()
         with contextlib.suppress(DiskFull):  # the store said it, with the first file the disk refused
             compile_stats.write(self.run_dir, self.worker, COMPILE_STATS)
         if self.worker == "main":  # the process that claimed the folder, after every worker's end
@@ -254,7 +255,7 @@ class ConformanceRun:
             state.settled.add(case.key)
             return
         state.count(judged, self._scoped(state, outcome, judged, features), phase)
-        repro = rerun_line(state.info.rerun_id, case.to_json(), state.target.name) if not outcome.passed else None
+        repro = rerun_line(state.info.rerun_id, case.to_json(), state.target.facts()) if not outcome.passed else None
         standing = judged.unexpected and state.source == "plan" and self.sources.choices_of(case) is None  # saved
         self.recorder.example(state, case, ctx, outcome, judged, phase, repro, standing=standing)
         if judged.unexpected:

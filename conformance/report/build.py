@@ -19,6 +19,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from conformance.devices.facts import FactsBook
 from conformance.report import crosslib, dashboard, markdown, page_files
 from conformance.report.charts import timing_charts
 from conformance.report.figures import detail_figures
@@ -193,7 +194,9 @@ def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, 
         for column in model["columns"]
         if column["id"] in row["cells"]
     }
-    crosslib_page = _crosslib_page(run_dir, summary, worst, title or run_dir.name)
+    crosslib_page = _crosslib_page(
+        run_dir, summary, worst, title or run_dir.name, FactsBook.of_environments(environments)
+    )
     previous = previous_run(run_dir)
     data = dashboard.page_data(summary, model, loaded, previous, slowdowns(run_dir, previous))
     data["details"] = case_details(findings.records(), cell_of, run_dir)
@@ -229,12 +232,14 @@ def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, 
     return index
 
 
-def _crosslib_page(run_dir: Path, summary: dict[str, Any], worst: crosslib.WorstRecords, title: str) -> str | None:
+def _crosslib_page(
+    run_dir: Path, summary: dict[str, Any], worst: crosslib.WorstRecords, title: str, targets: FactsBook
+) -> str | None:
     """crosslib.html when the run checked operations with several implementations (its name, else None)."""
     page = run_dir / "crosslib.html"
     if page.is_symlink() or page.is_dir():
         return None
-    model = crosslib.model(summary, worst)
+    model = crosslib.model(summary, worst, targets)
     if model is None:
         if page.is_file():
             page.unlink()

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from conformance.devices.target_names import table_order
+from conformance.devices.facts import FactsBook
 from conformance.report import pictures
 from conformance.report.figures import artifact_path
 from conformance.spec.libraries import ORDER
@@ -89,7 +89,7 @@ def _pair(
         kept.update(max_abs=value, psnr=info.get("psnr"), dtype=dtype, mode=mode)
 
 
-def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None:
+def model(summary: dict[str, Any], worst: WorstRecords, targets: FactsBook) -> dict[str, Any] | None:
     """Rows, columns and cells of the page; None when the run checked no operation's implementations."""
     operations = summary.get("operations") or {}
     implementation = {
@@ -139,7 +139,7 @@ def model(summary: dict[str, Any], worst: WorstRecords) -> dict[str, Any] | None
             _pair(mirror.pairs, (op, target), info | {"library": entries[(machine, op, target)].library}, dtype, mode)
     columns = sorted(
         {(e.machine, e.library, e.target) for e in entries.values()},
-        key=lambda c: (c[0], ORDER.index(c[1]) if c[1] in ORDER else len(ORDER), c[1], table_order(c[2])),
+        key=lambda c: (c[0], ORDER.index(c[1]) if c[1] in ORDER else len(ORDER), c[1], targets[c[2]].sort_key()),
     )
     rows = []
     for name in sorted({implementation[e.op][0] for e in entries.values()}):

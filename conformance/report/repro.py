@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from conformance.checks.registry import applicable
+from conformance.devices.discovery import discover
+from conformance.devices.facts import FactsBook, TargetFacts
 from conformance.devices.targets import CPU
 from conformance.engine.cases import CaseCache, check_case
 from conformance.spec.item_ids import parse_item_id
@@ -58,6 +60,7 @@ class Failure:
     versions: dict[str, str] = field(default_factory=dict)
     failed: bool = True  # False: a case given alone that passes on the cpu here
     known_issue: str = ""  # the suite's known-issue entry that explains it, with its link
+    facts: TargetFacts | None = None  # what the run recorded of the target (None: nothing, a name alone)
 
     @property
     def stem(self) -> str:
@@ -125,6 +128,7 @@ def from_run(item: str, run_dir: Path) -> Failure:
     except (OSError, ValueError) as exc:
         raise ReproError(f"the arrays of {item} cannot be read: {artifact} ({exc})") from None
     case = _case(json.dumps(record.get("case")))
+    environment = _environment(run_dir, record.get("machine"))
     module = _module_file(given, run_dir) or _module_file(item, run_dir)
     spec = _load([module], str(record["op"])) if module is not None else None
     if spec is None or module is None:
@@ -143,7 +147,8 @@ def from_run(item: str, run_dir: Path) -> Failure:
         nodeid=item,
         run=_shown(run_dir),
         rerun=str(record.get("repro", "")),
-        versions=_versions(run_dir, record.get("machine")),
+        versions=_versions(environment),
+        facts=FactsBook.of_environment(environment)[str(record["target"])],
         known_issue=" ".join(str((record.get("known_issue") or {}).get(k) or "") for k in ("id", "link")).strip(),
     )
 
@@ -193,16 +198,21 @@ def _module_file(item: str, run_dir: Path) -> Path | None:
     return None
 
 
-def _versions(run_dir: Path, machine: Any) -> dict[str, str]:
-    """The library versions the run recorded (of the machine that found the failure, in a merged run)."""
+def _environment(run_dir: Path, machine: Any) -> dict[str, Any]:
+    """What the run recorded of the machine that found the failure (in a merged run, one of several)."""
     for path in sorted((run_dir / "environment").glob("*.json")):
         try:
             environment = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if not machine or machine in (environment.get("machine_label"), environment.get("machine")):
-            return {str(k): str(v) for k, v in (environment.get("packages") or {}).items()}
+            return environment if isinstance(environment, dict) else {}
     return {}
+
+
+def _versions(environment: dict[str, Any]) -> dict[str, str]:
+    """The library versions the run recorded."""
+    return {str(k): str(v) for k, v in (environment.get("packages") or {}).items()}
 
 
 def _case(text: str) -> Case:
@@ -252,6 +262,7 @@ def from_case(argument: str, target: str, mode: str | None, cases: Path) -> Fail
         spec=spec,
         case=case,
         target=target,
+        facts=FactsBook(t.facts() for t in discover())[target],
         mode=chosen,
         check=check,
         against="cpu" if check == "cross_device" else "reference",

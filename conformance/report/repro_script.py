@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from conformance.devices.calls import sample_params
-from conformance.devices.target_names import script_device
+from conformance.devices.facts import unrecorded
 from conformance.report.repro import Failure, from_case, from_run
 from conformance.report.repro_names import template
 from conformance.report.repro_source import render
@@ -117,7 +117,7 @@ def write_repro(failure: Failure, script: Path) -> Path:
     except Exception:  # noqa: BLE001 - a sampler that raises: the call is written without a sample
         sampled = None
     rendered = render(spec, case, x, sampled, str(failure.case_folder) + os.sep)
-    found = script_device(failure.target)
+    found = (failure.facts or unrecorded(failure.target)).script
     device, isa, compiled, notes = found.device, found.cpu_capability, found.compiled, list(found.notes)
     notes += [f"{note}." for note in rendered.notes]
     imports = list(rendered.imports)

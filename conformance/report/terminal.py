@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from conformance.devices.compiled_target import COMPILE_BUDGET_S
 from conformance.devices.environment import header_lines
 from conformance.report.build import build_report
 from conformance.report.markdown import append_to_step_summary
@@ -51,19 +50,8 @@ def header(
         )
     else:
         processes = "one process (-n N for pytest-xdist workers)"
-    compiled = [t["name"] for t in environment.get("targets", []) if str(t.get("name", "")).endswith("+compile")]
-    compiling = (
-        [
-            f"conformance: {', '.join(compiled)}: torch.compile (Inductor, dynamic shapes) once per op and process, "
-            f"reused by every case of the op; a compile budget of {COMPILE_BUDGET_S:.0f} s an op and process (past it, "
-            f"its further cases are skipped; the total is printed at the end); virtual devices are not compile targets"
-        ]
-        if compiled
-        else []
-    )
     return (
         header_lines(environment)
-        + compiling
         + ([f"conformance: virtual targets off: {virtual_off}"] if virtual_off else [])
         + [f"conformance: hypothesis profile {environment['hypothesis_profile']}; {processes}; run folder {run_dir}"]
     )

@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 
 from conformance.report.terminal import finish_run_folder
+from conformance.store.crashes import last_case_started
 from conformance.store.reader import ENDED
-from conformance.store.records import RecordWriter, last_case_started
+from conformance.store.records import RecordWriter
 
 SINGLE = "main"  # the journal of pytest's own process (the xdist controller's, or the one process of -n 0)
 

@@ -30,7 +30,6 @@ check, known issue, baseline and report works unchanged.  What the operation add
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,6 +39,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from conformance.spec import versions
+from conformance.spec.callers import caller_file
 from conformance.spec.gradients import Gradient
 from conformance.spec.implementations import (
     OMIT,
@@ -264,7 +264,7 @@ class Operation:
 
     def tests(self) -> dict[str, Callable[..., None]]:
         """`test_<name>` per implementation: `globals().update(OPERATION.tests())` in a case module."""
-        source = sys._getframe(1).f_globals.get("__file__")
+        source = caller_file(1)
         return {f"test_{spec.name}": spec.test(source=source) for spec in self.specs()}
 
 

@@ -10,7 +10,6 @@ parameters) once per (op, dtype, mode), and every item checks the same cases.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from hypothesis import strategies as st
 
 from conformance import versions
 from conformance.spec import overrides
+from conformance.spec.callers import caller_file
 from conformance.spec.domain import ANY_ERROR, Accepted, ExpectedError, Returns  # noqa: F401 - re-exported
 from conformance.spec.forms import Counterpart, ModuleOp, OpFunction, Sampled
 from conformance.spec.gradients import Gradient
@@ -147,13 +147,6 @@ class OpSpec:
     gradient: Gradient | None = None
     counterpart: Counterpart | None = None
     member: Any = None  # operations.Membership: the operation this spec implements, for a library
-
-    def runs_on(self, target: Any) -> bool:
-        """Whether this op has items on the target (a host library's only on the cpu itself; an op that asks
-        nothing of the cpu's kernels, none on its lower instruction-set targets)."""
-        if self.host_only:
-            return target.name == "cpu"
-        return self.cpu_paths or not target.cpu_path
 
     def unmet_requirement(self) -> str | None:
         """Why this op cannot be tested with the imported packages (naming their versions), or None."""
@@ -297,7 +290,7 @@ class OpSpec:
         conformance_test.__doc__ = self.description or f"Conformance of {self.name} on every selected target."
         test = given(data=st.data())(conformance_test)
         test.conformance_spec = self  # type: ignore[attr-defined]
-        source = source or sys._getframe(1).f_globals.get("__file__")  # the case module, for worker processes
+        source = source or caller_file(1)  # the case module, for worker processes
         if source:
             SOURCES[self.name] = source
         return test

@@ -18,7 +18,6 @@ image-sized noise on the device (`sweep_tables.DEVICE_RANDOM`).
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -27,6 +26,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
+from conformance.spec.callers import caller_file
 from conformance.spec.forms import Counterpart, ModuleOp
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import CONTENTS
@@ -247,7 +247,7 @@ def parse(text: str) -> list[str]:
 
 def tests(module_names: list[str]) -> dict[str, Callable[..., None]]:
     """`test_<op>` for every swept class of the modules (cases/test_sweep.py)."""
-    source = sys._getframe(1).f_globals.get("__file__")
+    source = caller_file(1)
     found: dict[str, Callable[..., None]] = {}
     for name in module_names:
         for spec in specs(name):

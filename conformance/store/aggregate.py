@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from conformance.devices.target_names import is_virtual_name
+from conformance.devices.facts import FactsBook
 from conformance.spec.item_ids import parse_item_id
 from conformance.store.examples import StoreError
 from conformance.store.reader import LoadedIssues, RunRecords, load_environment, was_complete
@@ -97,7 +97,7 @@ class Summarizer:
                 self.crashed.add(str(record.get("nodeid", "")))
             self.reproduced.update(group.known)
 
-    def _mark_interrupted(self) -> list[str]:
+    def _mark_interrupted(self, targets: FactsBook) -> list[str]:
         """The item each process was running when the session stopped (its last one begun, never ended)."""
         marked = []
         for _, record in sorted(self.running.items()):
@@ -110,8 +110,7 @@ class Summarizer:
                 record = record | {
                     "test": parsed.test,
                     "op": parsed.test.removeprefix("test_"),
-                    "target": parsed.target,
-                    "virtual": is_virtual_name(parsed.target),
+                    **targets[parsed.target].record_fields(),
                     "dtype": parsed.dtype,
                     "mode": parsed.mode,
                     "check": parsed.check,
@@ -123,7 +122,7 @@ class Summarizer:
     def summary(self, environment: dict[str, Any] | None, *, torn: int = 0, complete: bool = True) -> dict[str, Any]:
         """Counts per (machine, test, op, target, virtual, dtype, mode, check); independent of worker
         count and order."""
-        interrupted = ([] if complete else self._mark_interrupted()) + self.stopped
+        interrupted = ([] if complete else self._mark_interrupted(FactsBook.of_environment(environment))) + self.stopped
         rows: list[dict[str, Any]] = []
         totals: Counter[str] = Counter()
         for key in sorted(self.groups):

@@ -25,12 +25,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.devices.target_names import is_virtual_name
-from conformance.spec.item_ids import parse_item_id
+from conformance.devices.facts import TargetFacts
+from conformance.store.crashes import crash_record
 from conformance.store.example_columns import ExampleRow
 from conformance.store.examples import peer_rows
-from conformance.store.overruns import RUNNING, command_id, read_running
-from conformance.store.repro_command import rerun_line
 from conformance.store.tally import Phase, Tally
 from conformance.store.writer import Store, json_safe
 
@@ -58,8 +56,7 @@ class RecordWriter:
         return {
             "test": test,
             "op": op,
-            "target": target.name,
-            "virtual": target.virtual,
+            **target.facts().record_fields(),
             "dtype": dtype,
             "mode": mode,
             "worker": self.worker,
@@ -264,44 +261,15 @@ class RecordWriter:
             }
         )
 
-    def crash(self, nodeid: str, message: str, case_json: str | None = None, *, overran: bool = False) -> None:
-        """An item whose worker process died: its test id tells the op, target, dtype, mode and check;
-        the case it was checking (if recorded) makes it replayable.  `overran`: its watchdog ended it, and
-        `message` says why (a timeout, not a crash)."""
-        parsed = parse_item_id(nodeid)
-        test = parsed.test if parsed else nodeid.rpartition("::")[2]
-        target, dtype, mode, check = parsed[2:] if parsed else ("?", "?", "?", "?")
-        record: dict[str, Any] = {
-            "kind": "outcome",
-            "nodeid": nodeid,
-            "test": test,
-            "op": test.removeprefix("test_"),
-            "target": target,
-            "virtual": is_virtual_name(target),
-            "dtype": dtype,
-            "mode": mode,
-            "worker": self.worker,
-            "pid": os.getpid(),
-            "check": check,
-            "verdict": "error",
-            "phase": "item",
-            "crash": True,
-            "message": message if overran else f"the worker process died while running this item: {message}",
-        }
-        if overran:
-            record["cause"] = "timeout"
-        if case_json is not None:
-            record["case_json"] = case_json
-            record["repro"] = rerun_line(command_id(self.run_dir, nodeid) or nodeid, case_json, target)
-            record["message"] += f"\nthe case it was checking: {case_json}\nRerun: {record['repro']}"
-        self.store.append(record, flush=True)
-
-
-def last_case_started(run_dir: Path, nodeid: str) -> str | None:
-    """The case a (dead) worker was running for this item: its `outcomes/<worker>.running` file."""
-    folder = run_dir / "outcomes"
-    for path in sorted(folder.glob(f"*{RUNNING}")) if folder.is_dir() else []:
-        found = read_running(path)
-        if found is not None and found[0] == nodeid:
-            return found[1]
-    return None
+    def crash(
+        self,
+        nodeid: str,
+        message: str,
+        case_json: str | None = None,
+        *,
+        overran: bool = False,
+        facts: TargetFacts | None = None,
+    ) -> None:
+        """An item whose worker process died (conformance.store.crashes.crash_record)."""
+        record = crash_record(self.run_dir, nodeid, message, case_json, overran=overran, facts=facts)
+        self.store.append(record | {"worker": self.worker, "pid": os.getpid()}, flush=True)

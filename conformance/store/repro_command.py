@@ -7,13 +7,13 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from conformance.devices.target_names import named_in_rerun
+from conformance.devices.facts import TargetFacts
 
 
-def rerun_line(nodeid: str, case_json: str, target: str) -> str:
+def rerun_line(nodeid: str, case_json: str, target: TargetFacts) -> str:
     """The line that replays one case of one item; it names a target the default selection leaves out."""
     line = f"python -m conformance run {shlex.quote(nodeid)} --replay {shlex.quote(case_json)}"
-    return line + (f" --targets {shlex.quote(target)}" if named_in_rerun(target) else "")
+    return line + (f" --targets {shlex.quote(target.name)}" if target.named_in_rerun else "")
 
 
 def rerun_id(line: str) -> str | None:

@@ -5,6 +5,9 @@ is a second placement and shape oracle on any machine.  Only the checks that rea
 (error, placement, invariants' dtype, shape and memory format); an op that needs its data (`.item()`, a copy to
 the host) cannot run there, which is a skip with the reason, not a failure.
 
+Its second kind, `remote` (remote.py), runs the op out of process, in a server its lifecycle starts and stops;
+kinds.py is the entry point that gives both.
+
 It also adds a library record and a sweep argument (tables.py) and a check (checks.py): one of each extension point.
 """
 
@@ -38,12 +41,3 @@ class MetaTarget(Target):
             first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
             return f"the op needs data or a kernel a meta tensor does not have: {type(exc).__name__}: {first[:200]}"
         return None
-
-
-def targets() -> list[Target]:
-    """The `conformance.targets` entry point: every machine has a meta device."""
-    return [
-        MetaTarget(
-            "meta", "meta", "PyTorch's meta device: device, dtype and shape, no data", virtual=True, by_default=False
-        )
-    ]
