@@ -259,7 +259,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     from conformance.devices.backward import vjp_by_walking
     from conformance.devices.calls import on_target, sample_params
     from conformance.devices.discovery import discover
-    from conformance.engine.options import SWEEP_ENV
+    from conformance.spec.handed import SWEEP_ENV
     from conformance.spec.loading import load_specs
     from conformance.spec.recipes import INTEGER_PEAKS, Case, apply_layout, materialize, to_float64
     from conformance.spec.sampled import NotSliceable, named_leaves, per_sample, probe_size

@@ -22,10 +22,11 @@ from conformance import launch
 from conformance.report.build import build_report
 from conformance.report.merge import MergeError, merge_runs, shard_notes
 from conformance.report.table import format_table
-from conformance.store.aggregate import read_summary, write_summary
+from conformance.store.aggregate import load_summary, write_summary
 from conformance.store.examples import StoreError
 from conformance.store.prune import PruneError, prune
 from conformance.store.reader import was_complete
+from conformance.store.summary_model import Summary
 from conformance.store.timings import DEFAULT_THRESHOLD, SHAPES
 from conformance.suite.stock import stock_cases
 
@@ -43,7 +44,7 @@ def _summary(run_dir: Path) -> int:
     except StoreError as exc:
         print(f"conformance summary: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    for line in format_table(summary, full=True):
+    for line in format_table(Summary.from_json(summary), full=True):
         print(line)
     if not complete:
         print("note: the run did not finish (no complete summary); this shows what was recorded")
@@ -56,7 +57,7 @@ def _report(run_dir: Path) -> int:
         print(f"conformance report: {run_dir} has no outcomes/ folder (not a run folder)", file=sys.stderr)
         return USAGE_ERROR
     try:
-        written = read_summary(run_dir)  # read once, here: build_report writes one where the run has none
+        written = load_summary(run_dir)  # read once, here: build_report writes one where the run has none
         index = build_report(run_dir, summary=written)
         if written is None:  # the report shows the summary the run wrote: one made now is said to be new
             print(f"summary: {run_dir / 'summary.json'} (the run had none: written from its records)")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
-import json
 import os
 import shutil
 import signal
@@ -29,6 +28,7 @@ import pytest
 from conformance.engine import config as run_config
 from conformance.engine import interrupts, options, profiles
 from conformance.launch import announce_run_dir
+from conformance.spec.handed import SWEEP_ENV
 from conformance.store.disk import DiskFull
 from conformance.suite.stock import sweeps
 
@@ -65,8 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
     state = config.stash[STATE] = PluginState()
     # read by cases/test_sweep.py at collection, and by the ISA workers that import it again
     swept = config.getoption("sweep", None) or "default"
-    state.previous_sweep = os.environ.get(options.SWEEP_ENV)
-    os.environ[options.SWEEP_ENV] = "" if swept == "none" else swept
+    state.previous_sweep = os.environ.get(SWEEP_ENV)
+    os.environ[SWEEP_ENV] = "" if swept == "none" else swept
     controller = isinstance(getattr(config.option, "numprocesses", None), int) and not hasattr(config, "workerinput")
     if run_config.asked_for(config) and not _only_informs(config):
         _start(config, state)
@@ -106,7 +106,7 @@ def _start(config: pytest.Config, state: PluginState) -> Any:
     # the sweep's modules, said and recorded where it runs: the stock sweep module is collected, or --sweep names
     # them (for a case module of one's own); not under --no-stock alone
     asked = config.getoption("sweep", None) or sweeps(config.args, config.invocation_params.dir)
-    swept = os.environ.get(options.SWEEP_ENV, "") if asked else ""
+    swept = os.environ.get(SWEEP_ENV, "") if asked else ""
     try:  # a sweep module that does not import: one line now, not a traceback at collection or session start
         modules = sweep.parse(swept)
         sweep_import.check_importable(modules, probe=not hasattr(config, "workerinput"))  # the controller probed
@@ -236,6 +236,7 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
     if not controller or run_dir is None or not (run_dir / "outcomes").is_dir():
         return
     from conformance.report.terminal import checked_nothing, finish_run_folder
+    from conformance.store.aggregate import load_summary
 
     try:
         state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
@@ -245,8 +246,9 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
         return
     state.summarised_complete = not interrupted
     if session.exitstatus == pytest.ExitCode.OK and not session.config.option.collectonly:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED if checked_nothing(summary) else session.exitstatus
+        summary = load_summary(run_dir)
+        if summary is not None and checked_nothing(summary):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _late_stop(config: pytest.Config, state: PluginState) -> None:
@@ -283,9 +285,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         for signum, handler in state.previous_handlers.items():
             signal.signal(signum, handler)
         if state.previous_sweep is None:
-            os.environ.pop(options.SWEEP_ENV, None)
+            os.environ.pop(SWEEP_ENV, None)
         else:
-            os.environ[options.SWEEP_ENV] = state.previous_sweep
+            os.environ[SWEEP_ENV] = state.previous_sweep
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

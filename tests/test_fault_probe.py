@@ -9,6 +9,7 @@ import pytest
 from conformance.cli import main
 from conformance.report.markdown import summary_markdown
 from conformance.store.reader import read_outcomes
+from conformance.store.summary_model import Summary
 
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--sweep=none", "--max-examples=3"]
 META = """
@@ -134,7 +135,7 @@ def test_summary_md_gives_a_repro_command_that_works_copied_from_the_raw_file():
             "findings": [],
             "details": [{"script": c, "verdict": "fail"} for c in (command, odd)],
         },
-        {"totals": {}},
+        Summary.from_json({"totals": {}}),
     ).splitlines()
     assert f"- `{command}`" in lines and f"- ``{odd}``" in lines
 

@@ -10,6 +10,7 @@ from conformance import ExpectedError, OpSpec, Rule, Tolerance
 from conformance.report import dashboard, markdown, table
 from conformance.spec.recipes import DTYPES
 from conformance.spec.tolerances import UNCALIBRATED, is_uncalibrated
+from conformance.store.summary_model import Summary
 
 EXACT = Tolerance("exact", reason="a flip copies pixels")
 
@@ -71,10 +72,12 @@ def _group(op: str, dtype: str, tolerance: str) -> dict:
 
 
 def test_the_report_marks_outcomes_judged_by_a_default():
-    summary = {
-        "groups": [_group("flip", "uint8", "uncalibrated-uint8"), _group("blur", "uint8", "uint8-rounding")],
-        "totals": {"pass": 6},
-    }
+    summary = Summary.from_json(
+        {
+            "groups": [_group("flip", "uint8", "uncalibrated-uint8"), _group("blur", "uint8", "uint8-rounding")],
+            "totals": {"pass": 6},
+        }
+    )
     assert dashboard.uncalibrated(summary) == [{"op": "flip", "dtypes": ["uint8"]}]
     model = dashboard.matrix(summary, [])
     worst = {row["op"]: row["cells"]["0"]["checks"][0]["worst"] for row in model["rows"]}

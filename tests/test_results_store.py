@@ -18,6 +18,7 @@ from conformance.spec.tolerances import Metrics, Tolerance
 from conformance.store.aggregate import SUMMARY_SCHEMA, read_summary, summarize, write_summary, write_summary_file
 from conformance.store.reader import LoadedIssues
 from conformance.store.records import RecordWriter
+from conformance.store.summary_model import Summary
 
 NODE = "cases/test_resize.py::test_resize[{target}-uint8-bilinear-{check}]"
 ENVIRONMENT = {"machine": "test", "packages": {}, "targets": [], "cuda": {}, "tf32": {}}
@@ -92,7 +93,7 @@ def _summary(groups):
         nodeid = NODE.format(target=target, check=check)
         tally = {"counts": {verdict: 1}, "worst": {"max_abs": 0.5, "atol": 1, "tolerance": "uint8"}}
         records.append(base(target) | {"kind": "item_end", "nodeid": nodeid, "check": check, "tally": tally})
-    return summarize(records, {})
+    return Summary.from_json(summarize(records, {}))
 
 
 def test_the_terminal_table_lists_only_what_needs_a_look_and_a_matrix():
@@ -217,7 +218,7 @@ def test_a_green_run_of_the_whole_suite_fits_on_one_screen():
         "unreproduced_known_issues": ["rare-1"],
         "environment": {"targets": [{"name": t} for t in ("cpu", "cpu:default", "cpu:avx2", "vcuda:0", "vcuda:1")]},
     }
-    lines = format_section(summary)
+    lines = format_section(Summary.from_json(summary))
     assert len(lines) <= 35, "\n".join(lines)
     assert lines[0].startswith("no new failure: 2,100 items")
     assert lines[1].split() == ["family", "cpu", "cpu:default", "cpu:avx2", "vcuda:0*", "vcuda:1*"]
@@ -225,7 +226,7 @@ def test_a_green_run_of_the_whole_suite_fits_on_one_screen():
     warned = [line for line in lines if "constant_upload (upload)" in line]
     assert len(warned) == 8 and "on vcuda:0, vcuda:1" in warned[0] and "... and 20 more" in "\n".join(lines)
     failing = [dict(groups[0], verdict="fail", counts={"fail": 1, "pass": 99}), *groups[1:]]
-    assert format_section(dict(summary, groups=failing))[0].startswith("1 item failed")
+    assert format_section(Summary.from_json(dict(summary, groups=failing)))[0].startswith("1 item failed")
 
 
 def test_known_issue_entries_are_read_from_their_own_records_and_from_older_item_records():

@@ -63,10 +63,8 @@ def test_a_run_sweeps_the_class_with_its_arguments(pytester):
     module(pytester, "own_args_run", GAIN + '\nCONFORMANCE_SWEEP_ARGUMENTS = {"Gain": {"gain": 0.5}}\n')
     pytester.makepyfile(
         test_sweep_cases="""
-        import os
-        from conformance.engine.options import SWEEP_ENV
         from conformance.spec import sweep
-        globals().update(sweep.tests(sweep.parse(os.environ.get(SWEEP_ENV, ""))))
+        globals().update(sweep.asked_tests())
         """
     )
     result = pytester.runpytest_inprocess(

@@ -155,7 +155,6 @@ def _option(name: str, **attrs: Any) -> Option:
 
 
 RELATIONS_ENV = "CONFORMANCE_RELATIONS"  # --relations, where the option is not given
-SWEEP_ENV = "CONFORMANCE_SWEEP"  # --sweep's modules, for cases/test_sweep.py (and ISA workers, which inherit it)
 
 # The plugin's options, declared once: pytest_addoption adds them, and `python -m conformance run` reads which
 # take a value (to join `--reports-dir DIR` into `--reports-dir=DIR` before pytest finds its rootdir).

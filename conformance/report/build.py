@@ -29,7 +29,8 @@ from conformance.store import examples
 from conformance.store.aggregate import report_summary
 from conformance.store.reader import LoadedIssues, RunRecords
 from conformance.store.repro_command import repro_line, rerun_id
-from conformance.store.tally import VERDICT_ORDER
+from conformance.store.summary_model import Group, Summary, rank
+from conformance.store.tally import SHOWN_PHASES, Phase
 from conformance.store.timings import TimingsError, read
 from conformance.store.writer import write_atomically
 
@@ -38,10 +39,6 @@ MAX_LISTED = 2000  # failure details kept at all; more are counted (memory stays
 DETAIL_VERDICTS = ("fail", "error", "known_issue")
 NOTED_CHECKS = ("unmoved",)  # their behaviour is listed in a section of its own
 OLD_PICTURE_FOLDER = "report"  # where pictures were written before they were embedded in the pages
-
-
-def _rank(verdict: str) -> int:
-    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
 
 
 class Findings:
@@ -57,7 +54,7 @@ class Findings:
     def add(self, record: dict[str, Any]) -> None:
         if record.get("kind") != "outcome" or record.get("verdict") not in DETAIL_VERDICTS:
             return
-        if record.get("phase") == "shrink":
+        if record.get("phase") == Phase.SHRINK.value:
             return
         key = (record.get("machine", ""), record["nodeid"], record["check"], record["verdict"])
         previous = self.chosen.get(key)
@@ -65,7 +62,9 @@ class Findings:
             if len(self.unlisted) < 100 * self.limit:  # counted, not kept
                 self.unlisted.add(key)
             return
-        better = previous is None or (record.get("phase") in ("final", "replay") and previous.get("phase") == "explore")
+        better = previous is None or (
+            record.get("phase") in SHOWN_PHASES and previous.get("phase") == Phase.EXPLORE.value
+        )
         if better or (previous is not None and not previous.get("artifact") and record.get("artifact")):
             self.chosen[key] = record
 
@@ -75,13 +74,13 @@ class Findings:
         of thousands of rows)."""
         import pyarrow.compute as pc
 
-        where = pc.field("verdict").isin(list(DETAIL_VERDICTS)) & (pc.field("phase") != "shrink")
+        where = pc.field("verdict").isin(list(DETAIL_VERDICTS)) & (pc.field("phase") != Phase.SHRINK.value)
         table, _ = examples.read_table(run_dir, where=where)
         columns = table.select(["machine", "nodeid", "check", "verdict", "phase", "detail"]).to_pydict()
         best: dict[tuple[str, str, str, str], tuple[tuple[int, int], int]] = {}
         for index, (machine, nodeid, check, verdict, phase, detail) in enumerate(zip(*columns.values(), strict=False)):
             key = (machine or "", nodeid, check, verdict)
-            rank = (phase in ("final", "replay"), bool(detail) and '"artifact": "' in detail)
+            rank = (phase in SHOWN_PHASES, bool(detail) and '"artifact": "' in detail)
             if key not in best or rank > best[key][0]:
                 best[key] = (rank, index)
         import pyarrow as pa
@@ -93,7 +92,7 @@ class Findings:
 
     def records(self) -> list[dict[str, Any]]:
         return sorted(
-            self.chosen.values(), key=lambda r: (_rank(r["verdict"]), r["op"], r["target"], r["nodeid"], r["check"])
+            self.chosen.values(), key=lambda r: (rank(r["verdict"]), r["op"], r["target"], r["nodeid"], r["check"])
         )
 
 
@@ -134,25 +133,23 @@ def case_details(chosen: list[dict[str, Any]], cell_of: dict[tuple, str], run_di
     return found
 
 
-def module_behaviours(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _worst_first(group: Group) -> tuple[int, str, str, str, str]:
+    return rank(group.verdict), group.op, group.target, group.dtype, group.mode
+
+
+def module_behaviours(summary: Summary) -> list[Group]:
     """What each module op did when left on the cpu with a device input, per target (the `unmoved` check)."""
-    rows = [g for g in summary["groups"] if g["check"] in NOTED_CHECKS and g.get("behaviours")]
-    return sorted(rows, key=lambda g: (_rank(g["verdict"]), g["op"], g["target"], g["dtype"], g["mode"]))
+    return sorted((g for g in summary.groups if g.check in NOTED_CHECKS and g.behaviours), key=_worst_first)
 
 
-def warnings(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """Lesser findings (verdict "warning"), one per group, with the first message seen."""
-    return [
-        group | {"message": next(iter(group.get("warnings") or {}), "")}
-        for group in summary["groups"]
-        if group["verdict"] == "warning"
-    ]
+def warnings(summary: Summary) -> list[Group]:
+    """Lesser findings (verdict "warning"), one per group (the page shows each one's first message)."""
+    return [group for group in summary.groups if group.verdict == "warning"]
 
 
-def baseline_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def baseline_changes(summary: Summary) -> list[Group]:
     """Groups of the `baseline` check (run --baseline) that changed: failures first, then bit-level changes."""
-    rows = [g for g in summary["groups"] if g["check"] == "baseline" and g["verdict"] != "pass"]
-    return sorted(rows, key=lambda g: (_rank(g["verdict"]), g["op"], g["target"], g["dtype"], g["mode"]))
+    return sorted((g for g in summary.groups if g.check == "baseline" and g.verdict != "pass"), key=_worst_first)
 
 
 def _number(value: Any) -> Any:
@@ -168,7 +165,7 @@ def _template_environment() -> Environment:
     return env
 
 
-def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, Any] | None = None) -> Path:
+def build_report(run_dir: Path, *, title: str | None = None, summary: Summary | None = None) -> Path:
     """Write run_dir/index.html and index_files/ (what its cells open to): the summary.json the run wrote (written
     first where the run has none, see `report_summary`), and the worst cases from the store: the journal streamed
     (one record per item), and of the examples table only the rows that did not pass.  A summary.json that cannot
@@ -221,7 +218,7 @@ def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, 
             modules=module_behaviours(summary),
             warnings=warnings(summary),
             changed=baseline_changes(summary),
-            compared_with_baseline=any(g["check"] == "baseline" for g in summary["groups"]),
+            compared_with_baseline=any(g.check == "baseline" for g in summary.groups),
             timing_charts=_timing_charts(run_dir),
         )
     )
@@ -233,7 +230,7 @@ def build_report(run_dir: Path, *, title: str | None = None, summary: dict[str, 
 
 
 def _crosslib_page(
-    run_dir: Path, summary: dict[str, Any], worst: crosslib.WorstRecords, title: str, targets: FactsBook
+    run_dir: Path, summary: Summary, worst: crosslib.WorstRecords, title: str, targets: FactsBook
 ) -> str | None:
     """crosslib.html when the run checked operations with several implementations (its name, else None)."""
     page = run_dir / "crosslib.html"

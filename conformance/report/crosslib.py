@@ -2,7 +2,7 @@
 and target, each cell the worst difference against the reference and against each other library,
 with the pictures of the worst cases.
 
-It reads what the run recorded: the operations and their implementations (`summary["operations"]`),
+It reads what the run recorded: the operations and their implementations (`Summary.operations`),
 each implementation's reference groups (verdicts, worst difference, and the cross-library
 measurement `peers`), and the `worst` records whose arrays are the worst cases.  Pairs are measured
 once (by the later implementation); the page shows each pair in both cells.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,13 +24,9 @@ from conformance.report import pictures
 from conformance.report.figures import artifact_path
 from conformance.spec.libraries import ORDER
 from conformance.spec.recipes import peak
-from conformance.store.tally import VERDICT_ORDER
+from conformance.store.summary_model import Summary, rank
 
 MAX_CARDS = 400  # worst-case cards with pictures; beyond that cells show their numbers only
-
-
-def _rank(verdict: str) -> int:
-    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
 
 
 def _number(value: Any) -> float | None:
@@ -89,9 +86,9 @@ def _pair(
         kept.update(max_abs=value, psnr=info.get("psnr"), dtype=dtype, mode=mode)
 
 
-def model(summary: dict[str, Any], worst: WorstRecords, targets: FactsBook) -> dict[str, Any] | None:
+def model(summary: Summary, worst: WorstRecords, targets: FactsBook) -> dict[str, Any] | None:
     """Rows, columns and cells of the page; None when the run checked no operation's implementations."""
-    operations = summary.get("operations") or {}
+    operations = summary.operations
     implementation = {
         impl["op"]: (name, impl)
         for name, described in operations.items()
@@ -102,36 +99,37 @@ def model(summary: dict[str, Any], worst: WorstRecords, targets: FactsBook) -> d
         return None
     entries: dict[tuple[str, str, str], Entry] = {}  # (machine, op, target)
     measured: list[tuple[tuple[str, str, str], tuple[str, str], dict[str, Any], str, str]] = []
-    for group in summary.get("groups", []):
-        if group.get("op") not in implementation:
+    for group in summary.groups:
+        if group.op not in implementation:
             continue
-        key = (str(group.get("machine", "")), group["op"], group["target"])
+        key = (group.machine, group.op, group.target)
         entry = entries.get(key)
         if entry is None:
-            entry = entries[key] = Entry(
-                group["op"], implementation[group["op"]][1].get("library", "?"), group["target"], key[0]
-            )
-        if _rank(group["verdict"]) < _rank(entry.verdict):
-            entry.verdict = group["verdict"]
-        entry.examples = max(entry.examples, int(group.get("examples", 0)))
-        entry.known_issues.update(group.get("known_issues", []))
-        if group.get("check") != "reference":
+            library = implementation[group.op][1].get("library", "?")
+            entry = entries[key] = Entry(group.op, library, group.target, key[0])
+        if rank(group.verdict) < rank(entry.verdict):
+            entry.verdict = group.verdict
+        entry.examples = max(entry.examples, group.examples)
+        entry.known_issues.update(group.known_issues)
+        if group.check != "reference":
             continue
-        worst_here = group.get("worst") or {}
-        value = _number(worst_here.get("max_abs"))
-        if value is not None and (entry.reference is None or value > entry.reference["max_abs"]):
+        worst_here = group.worst
+        value = _number(worst_here.max_abs) if worst_here is not None else None
+        if (
+            worst_here is not None
+            and value is not None
+            and (entry.reference is None or value > entry.reference["max_abs"])
+        ):
             entry.reference = {
                 "max_abs": value,
-                "atol": worst_here.get("atol"),
-                "tolerance": worst_here.get("tolerance"),
-                "dtype": group["dtype"],
-                "mode": group["mode"],
+                "atol": worst_here.atol,
+                "tolerance": worst_here.tolerance,
+                "dtype": group.dtype,
+                "mode": group.mode,
             }
-        for other, info in (group.get("peers") or {}).items():
+        for other, info in group.peers.items():
             if isinstance(info, dict):
-                measured.append(
-                    (key, (other, str(info.get("target", group["target"]))), info, group["dtype"], group["mode"])
-                )
+                measured.append((key, (other, str(info.get("target", group.target))), info, group.dtype, group.mode))
     for (machine, op, target), (other, other_target), info, dtype, mode in measured:
         _pair(entries[(machine, op, target)].pairs, (other, other_target), info, dtype, mode)
         mirror = entries.get((machine, other, other_target))
@@ -163,10 +161,10 @@ def model(summary: dict[str, Any], worst: WorstRecords, targets: FactsBook) -> d
                 "operation": name,
                 "described": operations[name],
                 "cells": cells,
-                "worst_verdict": min(verdicts, key=_rank) if verdicts else "pass",
+                "worst_verdict": min(verdicts, key=rank) if verdicts else "pass",
             }
         )
-    rows.sort(key=lambda r: (_rank(r["worst_verdict"]), r["operation"]))
+    rows.sort(key=lambda r: (rank(r["worst_verdict"]), r["operation"]))
     return {
         "columns": [{"machine": m, "library": lib, "target": t} for m, lib, t in columns],
         "rows": rows,
@@ -185,16 +183,16 @@ _SHOWN = {
 }
 
 
-def refusals(summary: dict[str, Any], operations: dict[str, Any]) -> dict[str, Any]:
+def refusals(summary: Summary, operations: Mapping[str, Any]) -> dict[str, Any]:
     """Which library refuses which invalid input: per operation and error mode, each library's declaration and
     what its items showed (the worst verdict over targets), so the libraries that accept what the others refuse
     stand out.  Columns in the libraries' order."""
     verdicts: dict[tuple[str, str], str] = {}
-    for group in summary.get("groups", []):
-        key = (str(group.get("op")), str(group.get("mode")))
-        if key in verdicts and _rank(verdicts[key]) <= _rank(group["verdict"]):
+    for group in summary.groups:
+        key = (group.op, group.mode)
+        if key in verdicts and rank(verdicts[key]) <= rank(group.verdict):
             continue
-        verdicts[key] = group["verdict"]
+        verdicts[key] = group.verdict
     libraries: list[str] = []
     rows = []
     for name, described in sorted(operations.items()):

@@ -12,20 +12,14 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from conformance.spec.tolerances import is_uncalibrated
-from conformance.store.tally import VERDICT_ORDER
-
-NEW_VERDICTS = ("fail", "error", "interrupted", "resource")  # a cell in one of these is a new failure
+from conformance.store.summary_model import NEW_VERDICTS, Group, PreviousRun, Summary, rank
 
 
-def rank(verdict: str) -> int:
-    return VERDICT_ORDER.index(verdict) if verdict in VERDICT_ORDER else len(VERDICT_ORDER)
-
-
-def _libraries(summary: dict[str, Any]) -> dict[str, str]:
+def _libraries(summary: Summary) -> dict[str, str]:
     """op -> its library (an op of no declared operation: "")."""
     return {
         impl["op"]: str(impl.get("library", ""))
-        for described in (summary.get("operations") or {}).values()
+        for described in summary.operations.values()
         for impl in described.get("implementations", [])
         if isinstance(impl, dict) and "op" in impl
     }
@@ -36,31 +30,32 @@ def _short(value: Any) -> Any:
     return float(f"{value:.4g}") if isinstance(value, float) else value
 
 
-def _check_row(group: dict[str, Any]) -> dict[str, Any]:
-    worst = group.get("worst") or {}
+def _check_row(group: Group) -> dict[str, Any]:
+    """A check of a cell, as the page's drill-down reads it."""
+    worst = group.worst
     row: dict[str, Any] = {
-        "check": group["check"],
-        "verdict": group["verdict"],
-        "examples": group.get("examples", 0),
-        "counts": group.get("counts", {}),
-        "known_issues": group.get("known_issues", []),
+        "check": group.check,
+        "verdict": group.verdict,
+        "examples": group.examples,
+        "counts": dict(group.counts),
+        "known_issues": list(group.known_issues),
     }
-    if worst.get("max_abs") is not None:
-        row["worst"] = {"max_abs": _short(worst.get("max_abs")), "atol": worst.get("atol")}
-        if is_uncalibrated(worst.get("tolerance")):
+    if worst is not None and worst.max_abs is not None:
+        row["worst"] = {"max_abs": _short(worst.max_abs), "atol": worst.atol}
+        if is_uncalibrated(worst.tolerance):
             row["worst"]["uncalibrated"] = True
-    if group.get("warnings"):
-        row["warning"] = next(iter(group["warnings"]))
-    if (group.get("diverges") or {}).get("cpu"):
-        row["note"] = f"differs from the cpu in {group['diverges']['cpu']} case(s), where the cpu is off the reference"
-    if group.get("behaviours"):
-        row["behaviours"] = group["behaviours"]
-    if group.get("covered"):
-        row["covered"] = group["covered"]
+    if group.warnings:
+        row["warning"] = next(iter(group.warnings))
+    if group.diverges.get("cpu"):
+        row["note"] = f"differs from the cpu in {group.diverges['cpu']} case(s), where the cpu is off the reference"
+    if group.behaviours:
+        row["behaviours"] = dict(group.behaviours)
+    if group.covered:
+        row["covered"] = dict(group.covered)
     return row
 
 
-def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[str, Any]:
+def matrix(summary: Summary, environments: list[dict[str, Any]]) -> dict[str, Any]:
     """Columns (machine, target) and rows (family, op, dtype, mode), each cell the worst verdict over its
     checks, its counts per verdict over them (how much of it passes), and the checks for the drill-down."""
     described = {
@@ -71,18 +66,16 @@ def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[
     library = _libraries(summary)
     columns: dict[tuple[str, str], dict[str, Any]] = {}
     cells: dict[tuple[str, str, str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
-    for group in summary.get("groups", []):
-        column = (str(group.get("machine", "")), str(group["target"]))
-        columns.setdefault(
-            column, {"machine": column[0], "target": column[1], "virtual": bool(group.get("virtual")), "device": ""}
-        )
+    for group in summary.groups:
+        column = (group.machine, group.target)
+        columns.setdefault(column, {"machine": column[0], "target": column[1], "virtual": group.virtual, "device": ""})
         columns[column]["device"] = described.get(column, "")
-        key = (str(group.get("family", "")), str(group["op"]), str(group["dtype"]), str(group["mode"]))
+        key = (group.family, group.op, group.dtype, group.mode)
         cell = cells[key].setdefault(column, {"verdict": "pass", "counts": Counter(), "checks": []})
         cell["checks"].append(_check_row(group))
-        cell["counts"].update(group.get("counts", {}))
-        if rank(group["verdict"]) < rank(cell["verdict"]):
-            cell["verdict"] = group["verdict"]
+        cell["counts"].update(group.counts)
+        if rank(group.verdict) < rank(cell["verdict"]):
+            cell["verdict"] = group.verdict
     order = sorted(columns, key=lambda c: (c[0], columns[c]["virtual"], c[1]))
     index = {column: i for i, column in enumerate(order)}
     rows: list[dict[str, Any]] = []
@@ -107,7 +100,7 @@ def matrix(summary: dict[str, Any], environments: list[dict[str, Any]]) -> dict[
     return {"columns": [columns[c] | {"id": str(index[c])} for c in order], "rows": rows}
 
 
-def findings(summary: dict[str, Any], loaded: dict[str, Any], model: dict[str, Any]) -> list[dict[str, Any]]:
+def findings(summary: Summary, loaded: dict[str, Any], model: dict[str, Any]) -> list[dict[str, Any]]:
     """One line per known issue that applied: its cases, items and cells (links), and whether it reproduced."""
     found: dict[str, dict[str, Any]] = {}
     for row in model["rows"]:
@@ -120,7 +113,7 @@ def findings(summary: dict[str, Any], loaded: dict[str, Any], model: dict[str, A
                     place = f"{row['id']}.{column}"
                     if place not in entry["cells"]:
                         entry["cells"].append(place)
-    unreproduced = set(summary.get("unreproduced_known_issues") or [])
+    unreproduced = set(summary.unreproduced_known_issues)
     for issue, entry in found.items():
         described = loaded.get(issue) or {}
         entry.update(
@@ -139,7 +132,7 @@ def _where(row: dict[str, Any], column: dict[str, Any]) -> str:
 
 
 def new_items(
-    model: dict[str, Any], summary: dict[str, Any], previous: dict[str, Any] | None, slowdowns: list[str]
+    model: dict[str, Any], summary: Summary, previous: PreviousRun | None, slowdowns: list[str]
 ) -> list[dict[str, Any]]:
     """What the first screen leads with: unexpected failures, changes since the baseline, known issues that
     stopped or grew since the previous comparable run, and slower timings."""
@@ -162,17 +155,17 @@ def new_items(
     return new
 
 
-def _reproduced(summary: dict[str, Any]) -> dict[str, int]:
+def _reproduced(summary: Summary) -> dict[str, int]:
     cases: dict[str, int] = defaultdict(int)
-    for group in summary.get("groups", []):
-        for issue in group.get("known_issues", []):
-            cases[issue] += int(group.get("counts", {}).get("known_issue", 0))
+    for group in summary.groups:
+        for issue in group.known_issues:
+            cases[issue] += int(group.counts.get("known_issue", 0))
     return cases
 
 
-def _since(summary: dict[str, Any], previous: dict[str, Any]) -> list[dict[str, Any]]:
-    now, before = _reproduced(summary), _reproduced(previous["summary"])
-    name = previous["name"]
+def _since(summary: Summary, previous: PreviousRun) -> list[dict[str, Any]]:
+    now, before = _reproduced(summary), _reproduced(previous.summary)
+    name = previous.name
     changes = []
     for issue in sorted(set(now) | set(before)):
         a, b = before.get(issue, 0), now.get(issue, 0)
@@ -185,12 +178,12 @@ def _since(summary: dict[str, Any], previous: dict[str, Any]) -> list[dict[str, 
     return [{"kind": "known issue", "text": text, "cell": None} for text in changes]
 
 
-def uncalibrated(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def uncalibrated(summary: Summary) -> list[dict[str, Any]]:
     """The ops judged by a default tolerance (their spec gives no rule with a measured reason), with the dtypes."""
     found: dict[str, set[str]] = defaultdict(set)
-    for group in summary.get("groups", []):
-        if is_uncalibrated((group.get("worst") or {}).get("tolerance")):
-            found[str(group["op"])].add(str(group["dtype"]))
+    for group in summary.groups:
+        if group.worst is not None and is_uncalibrated(group.worst.tolerance):
+            found[group.op].add(group.dtype)
     return [{"op": op, "dtypes": sorted(dtypes)} for op, dtypes in sorted(found.items())]
 
 
@@ -200,9 +193,9 @@ def counted(count: int, word: str) -> str:
     return f"{count:,} {word if count == 1 else plural}"
 
 
-def headline(summary: dict[str, Any], new: list[dict[str, Any]], issues: list[dict[str, Any]]) -> str:
+def headline(summary: Summary, new: list[dict[str, Any]], issues: list[dict[str, Any]]) -> str:
     """The first screen's one line."""
-    totals = summary.get("totals", {})
+    totals = summary.totals
     failures = sum(1 for n in new if n["kind"] == "failure")
     reproduced = sum(1 for i in issues if i["reproduced"])
     known = (
@@ -211,7 +204,7 @@ def headline(summary: dict[str, Any], new: list[dict[str, Any]], issues: list[di
         else "no known issue"
     )
     checked = counted(sum(totals.values()), "checked outcome")
-    if not summary.get("complete", True):
+    if not summary.complete:
         return f"Incomplete run: {counted(failures, 'new failure')} so far; {known}; {checked}"
     if failures:
         return f"{counted(failures, 'new failure')}; {known}; {checked}"
@@ -221,17 +214,13 @@ def headline(summary: dict[str, Any], new: list[dict[str, Any]], issues: list[di
 
 
 def page_data(
-    summary: dict[str, Any],
-    model: dict[str, Any],
-    loaded: dict[str, Any],
-    previous: dict[str, Any] | None,
-    slowdowns: list[str],
+    summary: Summary, model: dict[str, Any], loaded: dict[str, Any], previous: PreviousRun | None, slowdowns: list[str]
 ) -> dict[str, Any]:
     """Everything the page draws (the worst cases are added by the caller, with their pictures)."""
     issues = findings(summary, loaded, model)
     new = new_items(model, summary, previous, slowdowns)
     failing = any(n["kind"] == "failure" for n in new)
-    tone = "red" if failing else ("amber" if new or not summary.get("complete", True) else "green")
+    tone = "red" if failing else ("amber" if new or not summary.complete else "green")
     return {
         "headline": headline(summary, new, issues),
         "tone": tone,
@@ -239,5 +228,5 @@ def page_data(
         "findings": issues,
         "uncalibrated": uncalibrated(summary),
         "matrix": model,
-        "compared_with": previous["name"] if previous else None,
+        "compared_with": previous.name if previous else None,
     }

@@ -3,31 +3,30 @@ with the same hypothesis profile (other profiles draw other cases, so their coun
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from conformance.store.summary_file import unpack
+from conformance.store.aggregate import SummaryError, load_summary
+from conformance.store.summary_model import PreviousRun, Summary
 from conformance.store.timings import TimingsError, compare, read
 
 
-def _summary(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / "summary.json"
-    if path.is_symlink() or not path.is_file():
+def _summary(run_dir: Path) -> Summary | None:
+    """A folder's summary, where it has a readable one (a link is never followed)."""
+    if (run_dir / "summary.json").is_symlink():
         return None
     try:
-        found = unpack(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+        return load_summary(run_dir)
+    except SummaryError:
         return None
-    return found if isinstance(found, dict) and isinstance(found.get("groups"), list) else None
 
 
-def _profile(summary: dict[str, Any]) -> Any:
-    return (summary.get("environment") or {}).get("hypothesis_profile")
+def _profile(summary: Summary) -> Any:
+    return summary.environment.get("hypothesis_profile")
 
 
-def previous_run(run_dir: Path) -> dict[str, Any] | None:
-    """{"name", "path", "summary"} of the comparable run before `run_dir`, or None."""
+def previous_run(run_dir: Path) -> PreviousRun | None:
+    """The comparable run before `run_dir`, or None."""
     current = _summary(run_dir)
     if current is None or run_dir.parent == run_dir:
         return None
@@ -38,16 +37,16 @@ def previous_run(run_dir: Path) -> dict[str, Any] | None:
     )
     for candidate in earlier[:20]:
         summary = _summary(candidate)
-        if summary is not None and summary.get("complete") and _profile(summary) == _profile(current):
-            return {"name": candidate.name, "path": candidate, "summary": summary}
+        if summary is not None and summary.complete and _profile(summary) == _profile(current):
+            return PreviousRun(candidate.name, candidate, summary)
     return None
 
 
-def slowdowns(run_dir: Path, previous: dict[str, Any] | None) -> list[str]:
+def slowdowns(run_dir: Path, previous: PreviousRun | None) -> list[str]:
     """Calls that got slower against the calibration op since the previous run (both timed)."""
     if previous is None:
         return []
-    paths = [run_dir / "timings.json", previous["path"] / "timings.json"]
+    paths = [run_dir / "timings.json", previous.path / "timings.json"]
     if not all(p.is_file() and not p.is_symlink() for p in paths):
         return []
     try:
@@ -55,4 +54,4 @@ def slowdowns(run_dir: Path, previous: dict[str, Any] | None) -> list[str]:
     except TimingsError:
         return []
     slower, _ = compare(before, now)
-    return [f"{s.describe()} (since {previous['name']})" for s in slower]
+    return [f"{s.describe()} (since {previous.name})" for s in slower]

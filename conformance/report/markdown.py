@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from conformance.store.summary_model import Summary
+
 MAX_NEW = 25
 MAX_FINDINGS = 10
 UNCALIBRATED_NOTE = (
@@ -31,7 +33,7 @@ def code(text: Any) -> str:
     return f"{fence}{padded}{fence}"
 
 
-def summary_markdown(title: str, data: dict[str, Any], summary: dict[str, Any]) -> str:
+def summary_markdown(title: str, data: dict[str, Any], summary: Summary) -> str:
     lines = [f"## conformance: {escape(title)}", "", f"**{escape(data['headline'])}**", ""]
     new = data["new"]
     if new:
@@ -52,7 +54,7 @@ def summary_markdown(title: str, data: dict[str, Any], summary: dict[str, Any]) 
         lines += [f"- {escape(u['op'])}: {escape(', '.join(u['dtypes']))}" for u in data["uncalibrated"]]
         lines.append("")
     lines += _repro_scripts(data.get("details") or [])
-    totals = ", ".join(f"{count:,} {escape(verdict.replace('_', ' '))}" for verdict, count in summary["totals"].items())
+    totals = ", ".join(f"{count:,} {escape(verdict.replace('_', ' '))}" for verdict, count in summary.totals.items())
     lines += [f"Outcomes: {totals}.", "", "The full report is index.html in the run folder.", ""]
     return "\n".join(lines)
 

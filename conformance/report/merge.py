@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from conformance.report.build import build_report
 from conformance.store import examples
 from conformance.store.aggregate import write_summary, write_summary_file
 from conformance.store.reader import RunRecords, load_environment, was_complete
+from conformance.store.summary_model import Summary
 from conformance.store.writer import json_safe, safe_name
 
 
@@ -192,13 +193,14 @@ def _merge_into(out: Path, made: list[Column]) -> None:
         (out / "environment" / f"{safe_name(column.label, 60)}.json").write_text(
             json.dumps(env, indent=1), encoding="utf-8"
         )
-    summary = write_summary(out, complete=complete)  # streamed from the merged files
-    summary["machines"] = [c.label for c in made]
-    summary["torn_lines"] = torn_total  # lines torn in the inputs (the merged files have none)
-    if any(c.shards for c in made):
-        summary["shards"] = {c.label: _shards(c) for c in made if c.shards}
-    write_summary_file(out, summary)
-    build_report(out, title="merged: " + ", ".join(c.label for c in made))
+    summary = replace(
+        Summary.from_json(write_summary(out, complete=complete)),  # streamed from the merged files
+        machines=tuple(c.label for c in made),
+        torn_lines=torn_total,  # lines torn in the inputs (the merged files have none)
+        shards={c.label: _shards(c) for c in made if c.shards},
+    )
+    write_summary_file(out, summary.to_json())
+    build_report(out, title="merged: " + ", ".join(c.label for c in made), summary=summary)
 
 
 def _shards(column: Column) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from conformance.store import examples
 from conformance.store.examples import StoreError
 from conformance.store.reader import known_issue_entries
 from conformance.store.repro_command import SCRIPTED_CHECKS, rerun_id
+from conformance.store.tally import SHOWN_PHASES, Phase
 from conformance.suite.stock import stock_cases
 
 SUPPORTED = SCRIPTED_CHECKS
@@ -103,11 +104,11 @@ def from_run(item: str, run_dir: Path) -> Failure:
     if not rows:
         raise ReproError(_unknown(item, run_dir))
     given, item = item, str(rows[0]["nodeid"])  # the id as a rerun line gave it, and pytest's
-    failed = [r for r in rows if r.get("verdict") in FAILED and r.get("phase") != "shrink"]
+    failed = [r for r in rows if r.get("verdict") in FAILED and r.get("phase") != Phase.SHRINK.value]
     if not failed:
         counts = ", ".join(f"{sum(r['verdict'] == v for r in rows)} {v}" for v in sorted({r["verdict"] for r in rows}))
         raise ReproError(f"{item} did not fail in {run_dir} ({counts}): there is nothing to reproduce")
-    failed.sort(key=lambda r: (r["verdict"] == "known_issue", r.get("phase") not in ("final", "replay")))
+    failed.sort(key=lambda r: (r["verdict"] == "known_issue", r.get("phase") not in SHOWN_PHASES))
     kept = [r for r in failed if r.get("artifact")]
     if not kept:
         raise ReproError(f"{item} failed in {run_dir} but kept no arrays; rerun it with: {failed[0].get('repro', '')}")

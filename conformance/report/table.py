@@ -15,6 +15,7 @@ from typing import Any
 
 from conformance.report.dashboard import counted, uncalibrated
 from conformance.spec.tolerances import is_uncalibrated
+from conformance.store.summary_model import Group, Summary
 from conformance.store.tally import VERDICT_ORDER
 
 SYMBOLS = {
@@ -39,34 +40,30 @@ def _fmt_number(value: Any) -> str:
     return str(value)
 
 
-def _target(row: dict[str, Any]) -> str:
-    return row["target"] + (" (virtual)" if row["virtual"] else "")
-
-
 def _worst_verdict(verdicts: list[str]) -> str:
     return min(verdicts, key=lambda v: VERDICT_ORDER.index(v) if v in VERDICT_ORDER else len(VERDICT_ORDER))
 
 
-def _variant_rows(summary: dict[str, Any]) -> list[tuple[str, ...]]:
+def _variant_rows(summary: Summary) -> list[tuple[str, ...]]:
     """One row per test item variant (op, target, dtype, mode): the worst verdict over its checks."""
-    items: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for row in summary["groups"]:
-        items[(row["op"], _target(row), row["dtype"], row["mode"])].append(row)
+    items: dict[tuple[str, ...], list[Group]] = defaultdict(list)
+    for row in summary.groups:
+        items[(row.op, row.labelled_target, row.dtype, row.mode)].append(row)
     table = []
     for key, rows in items.items():
-        verdict = _worst_verdict([r["verdict"] for r in rows] + ["pass"])
-        examples = max(r["examples"] for r in rows)
-        worst_row = next((r for r in rows if r["verdict"] == verdict and r["worst"]), None)
-        worst_row = worst_row or next((r for r in rows if r["verdict"] == verdict), None)
-        detail = worst_row["check"] if worst_row and verdict != "pass" else ""
-        if worst_row is not None and worst_row["worst"]:
-            w = worst_row["worst"]
-            detail = f"{worst_row['check']}: {_fmt_number(w['max_abs'])} / {_fmt_number(w['atol'])}"
-            detail += " (uncalibrated)" if is_uncalibrated(w.get("tolerance")) else ""
-        known = sorted({k for r in rows for k in r["known_issues"]})
+        verdict = _worst_verdict([r.verdict for r in rows] + ["pass"])
+        examples = max(r.examples for r in rows)
+        worst_row = next((r for r in rows if r.verdict == verdict and r.worst), None)
+        worst_row = worst_row or next((r for r in rows if r.verdict == verdict), None)
+        detail = worst_row.check if worst_row and verdict != "pass" else ""
+        if worst_row is not None and worst_row.worst:
+            w = worst_row.worst
+            detail = f"{worst_row.check}: {_fmt_number(w.max_abs)} / {_fmt_number(w.atol)}"
+            detail += " (uncalibrated)" if is_uncalibrated(w.tolerance) else ""
+        known = sorted({k for r in rows for k in r.known_issues})
         if known:
             detail += f"  [{', '.join(known)}]"
-        if any(r["check"] == "baseline" and r["verdict"] != "pass" for r in rows):
+        if any(r.check == "baseline" and r.verdict != "pass" for r in rows):
             detail += "  (changed since the baseline)"
         table.append((*key, str(examples), verdict.replace("_", " "), detail))
     table.sort(key=lambda row: (VERDICT_ORDER.index(row[5].replace(" ", "_")), row[:4]))
@@ -80,19 +77,18 @@ def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     ]
 
 
-def _matrix(summary: dict[str, Any], row_of: str) -> list[str]:
+def _matrix(summary: Summary, by_family: bool) -> list[str]:
     """Rows (ops or families) x targets, one symbol per cell (the worst verdict), and a legend."""
     cells: dict[tuple[str, str], list[str]] = defaultdict(list)
     columns: dict[str, bool] = {}
-    for row in summary["groups"]:
-        column = (f"{row['machine']}/" if row.get("machine") else "") + row["target"]
-        columns.setdefault(column, bool(row["virtual"]))
-        cells[(str(row.get(row_of) or row["op"]), column)].append(row["verdict"])
+    for row in summary.groups:
+        columns.setdefault(row.column, row.virtual)
+        cells[(row.family or row.op if by_family else row.op, row.column)].append(row.verdict)
     if not cells:
         return []
-    known = [t.get("name") for t in (summary.get("environment") or {}).get("targets", []) if isinstance(t, dict)]
+    known = [t.get("name") for t in summary.environment.get("targets", []) if isinstance(t, dict)]
     ordered = sorted(columns, key=lambda c: (columns[c], known.index(c) if c in known else len(known), c))
-    header = ("family" if row_of == "family" else "op", *(c + ("*" if columns[c] else "") for c in ordered))
+    header = ("family" if by_family else "op", *(c + ("*" if columns[c] else "") for c in ordered))
     names = sorted({name for name, _ in cells})
     body = [
         (name, *(SYMBOLS.get(_worst_verdict(cells[(name, c)]), "?") if (name, c) in cells else " " for c in ordered))
@@ -102,12 +98,12 @@ def _matrix(summary: dict[str, Any], row_of: str) -> list[str]:
     return [*_aligned([header, *body]), f"legend: {legend}  (blank: not run; * virtual target)"]
 
 
-def format_matrix(summary: dict[str, Any]) -> list[str]:
+def format_matrix(summary: Summary) -> list[str]:
     """Ops x targets, one symbol per cell (the worst verdict over dtypes, modes and checks), and a legend."""
-    return _matrix(summary, "op")
+    return _matrix(summary, by_family=False)
 
 
-def format_table(summary: dict[str, Any], *, full: bool = False) -> list[str]:
+def format_table(summary: Summary, *, full: bool = False) -> list[str]:
     """The variants that need a look (every variant with `full`), failures first, then the matrix."""
     header = ("op", "target", "dtype", "mode", "examples", "result", "worst check: max |diff| / atol")
     table = _variant_rows(summary)
@@ -130,16 +126,16 @@ def format_table(summary: dict[str, Any], *, full: bool = False) -> list[str]:
     return [*lines, "", *format_matrix(summary)]
 
 
-def format_modules(summary: dict[str, Any], *, broken_only: bool = False) -> list[str]:
+def format_modules(summary: Summary, *, broken_only: bool = False) -> list[str]:
     """What module ops did when left on the cpu with a device input (the `unmoved` check), per op and target;
     with `broken_only`, only where that broke the module's promise."""
     seen: dict[tuple[str, str], Counter] = defaultdict(Counter)
     verdicts: dict[tuple[str, str], str] = {}
-    for row in summary["groups"]:
-        if row["check"] == "unmoved" and row.get("behaviours"):
-            key = (row["op"], _target(row))
-            seen[key].update(row["behaviours"])
-            verdicts[key] = _worst_verdict([verdicts.get(key, "pass"), row["verdict"]])
+    for row in summary.groups:
+        if row.check == "unmoved" and row.behaviours:
+            key = (row.op, row.labelled_target)
+            seen[key].update(row.behaviours)
+            verdicts[key] = _worst_verdict([verdicts.get(key, "pass"), row.verdict])
     return [
         f"  {op} on {target}: "
         + "; ".join(f"{b} ({n} cases)" for b, n in sorted(counts.items()))
@@ -149,18 +145,18 @@ def format_modules(summary: dict[str, Any], *, broken_only: bool = False) -> lis
     ]
 
 
-def _warning_lines(summary: dict[str, Any]) -> list[str]:
+def _warning_lines(summary: Summary) -> list[str]:
     """Warnings aggregated per op, check and cause: one line each with the targets, the case count and the
     first message (its details cut at " at "); the most frequent first, WARNING_LINES of them."""
     found: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for row in summary["groups"]:
-        if row["verdict"] != "warning":
+    for row in summary.groups:
+        if row.verdict != "warning":
             continue
-        for cause in row.get("causes") or {"": 0}:
-            entry = found.setdefault((row["op"], row["check"], cause), {"targets": set(), "cases": 0, "message": ""})
-            entry["targets"].add(row["target"])
-            entry["cases"] += int((row.get("causes") or {}).get(cause) or row["counts"].get("warning", 0))
-            entry["message"] = entry["message"] or next(iter(row.get("warnings") or {}), "")
+        for cause in row.causes or {"": 0}:
+            entry = found.setdefault((row.op, row.check, cause), {"targets": set(), "cases": 0, "message": ""})
+            entry["targets"].add(row.target)
+            entry["cases"] += int((row.causes or {}).get(cause) or row.counts.get("warning", 0))
+            entry["message"] = entry["message"] or next(iter(row.warnings or {}), "")
     ordered = sorted(found.items(), key=lambda kv: (-kv[1]["cases"], kv[0]))
     lines = []
     for (op, check, cause), entry in ordered[:WARNING_LINES]:
@@ -179,13 +175,13 @@ def _ids(ids: list[str], shown: int = 4) -> str:
     return ", ".join(ids[:shown]) + (f", ... ({len(ids) - shown} more in summary.json)" if len(ids) > shown else "")
 
 
-def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[str]:
+def format_section(summary: Summary, *, selected: bool = False) -> list[str]:
     """The end of a run in one screen: the verdict, failing variants, families x targets, known issues,
     notes and warnings.  `selected`: a -k/-m/node-id run (known issues it left out are not warned about)."""
-    groups = summary["groups"]
-    items = Counter(g["verdict"] for g in groups)
-    bad = [g for g in groups if g["verdict"] in NEW]
-    totals = summary.get("totals", {})
+    groups = summary.groups
+    items = Counter(g.verdict for g in groups)
+    bad = [g for g in groups if g.verdict in NEW]
+    totals = summary.totals
     counts = ", ".join(
         f"{n:,} {v.replace('_', ' ')}"
         for v, n in sorted(items.items(), key=lambda kv: VERDICT_ORDER.index(kv[0]) if kv[0] in VERDICT_ORDER else 99)
@@ -196,7 +192,7 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
         if bad
         else "no new failure"
     )
-    if not summary.get("complete", True):  # stopped or crashed before its end: the verdict is about what ran
+    if not summary.complete:  # stopped or crashed before its end: the verdict is about what ran
         head = f"incomplete run, {head}" + ("" if bad else " so far")
     lines = [f"{head}: {counted(len(groups), 'item')} ({counts}); {counted(outcomes, 'checked outcome')}"]
     if bad:
@@ -207,23 +203,23 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
         )
         if len(rows) > len(shown):
             lines.append(f"... and {len(rows) - len(shown)} more variants: python -m conformance summary RUN")
-    lines += _matrix(summary, "family")
-    known = sorted({k for g in groups for k in g["known_issues"]})
+    lines += _matrix(summary, by_family=True)
+    known = sorted({k for g in groups for k in g.known_issues})
     if known:
-        hit = [g for g in groups if g["known_issues"]]
+        hit = [g for g in groups if g.known_issues]
         lines.append(
             f"known issues: {counted(len(known), 'entry')} reproduced in {counted(len(hit), 'item')} "
             f"({totals.get('known_issue', 0):,} cases): the report's known-issue table"
         )
-    unused = [] if selected else summary.get("unused_known_issues", [])
+    unused = [] if selected else list(summary.unused_known_issues)
     if unused:
         lines.append(f"known issues applying to no item of this run ({len(unused)}): {_ids(unused)}")
-    unreproduced = [] if selected else summary.get("unreproduced_known_issues", [])
+    unreproduced = [] if selected else list(summary.unreproduced_known_issues)
     if unreproduced:
         lines.append(
             f"known issues matching no failure in this run's draws ({len(unreproduced)}): {_ids(unreproduced)}"
         )
-    notes = summary.get("notes") or []
+    notes = summary.notes
     if notes:
         entries = sorted({n["issue"] for n in notes})
         lines.append(
@@ -241,7 +237,7 @@ def format_section(summary: dict[str, Any], *, selected: bool = False) -> list[s
     broken = format_modules(summary, broken_only=True)
     if broken:
         lines += ["modules left on the cpu that broke their promise (unmoved):", *broken]
-    warned = [g for g in groups if g["verdict"] == "warning"]
+    warned = [g for g in groups if g.verdict == "warning"]
     if warned:
         lines.append(
             f"warnings (a cost, not a wrong answer; never fail the gate): {counted(len(warned), 'item')}, "

@@ -14,10 +14,11 @@ from conformance.report.build import build_report
 from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
 from conformance.store import compile_stats
-from conformance.store.aggregate import read_summary, write_summary
+from conformance.store.aggregate import load_summary, write_summary
 from conformance.store.disk import full_disk
 from conformance.store.printable import printable
 from conformance.store.reader import ENDED
+from conformance.store.summary_model import Summary
 from conformance.store.writer import write_atomically
 
 LATEST = "latest"  # beside the runs: a link to the newest
@@ -60,11 +61,11 @@ def header(
 CHECKED = ("pass", "fail", "error", "known_issue", "warning")  # verdicts of a case some check looked at
 
 
-def checked_nothing(summary: dict[str, Any]) -> str | None:
+def checked_nothing(summary: Summary) -> str | None:
     """Why a complete run that checked no case at all must not pass (every item skipped or out of memory), or None:
     a gate that checked nothing is not green."""
-    totals = summary.get("totals") or {}
-    if not summary.get("complete") or any(totals.get(verdict) for verdict in CHECKED):
+    totals = summary.totals
+    if not summary.complete or any(totals.get(verdict) for verdict in CHECKED):
         return None
     counts = ", ".join(f"{n} {v}" for v, n in totals.items()) or "no outcome"
     return f"conformance: nothing was checked ({counts}): a run that checked nothing fails (exit 1)"
@@ -78,7 +79,7 @@ def write_section(
     report_path: Path | None,
     report_error: str | None,
 ) -> None:
-    summary = read_summary(run_dir)
+    summary = load_summary(run_dir)
     if summary is None:
         return
 
@@ -97,8 +98,8 @@ def write_section(
     if narrowed:
         reasons = "; ".join(f"{op}: {why}" for op, why in sorted(narrowed.items()))
         write(f"narrowed for the imported library versions: {reasons}")
-    if summary["torn_lines"]:
-        write(f"warning: {summary['torn_lines']} torn record line(s) skipped")
+    if summary.torn_lines:
+        write(f"warning: {summary.torn_lines} torn record line(s) skipped")
     compiled = compile_stats.line(compile_stats.read(run_dir))
     if compiled:
         write(compiled)

@@ -25,6 +25,7 @@ from conformance.spec.item_ids import parse_item_id
 from conformance.store.examples import StoreError
 from conformance.store.reader import LoadedIssues, RunRecords, load_environment, was_complete
 from conformance.store.summary_file import FLAT_SCHEMA, SCHEMA, pack, unpack
+from conformance.store.summary_model import Summary
 from conformance.store.tally import COUNTED_PHASES, VERDICT_ORDER, Tally, family
 from conformance.store.writer import json_safe, write_atomically
 
@@ -282,7 +283,13 @@ def read_summary(run_dir: Path) -> dict[str, Any] | None:
     return found
 
 
-def report_summary(run_dir: Path) -> dict[str, Any]:
+def load_summary(run_dir: Path) -> Summary | None:
+    """run_dir/summary.json as the typed model (`read_summary`'s None and SummaryError alike)."""
+    found = read_summary(run_dir)
+    return Summary.from_json(found) if found is not None else None
+
+
+def report_summary(run_dir: Path) -> Summary:
     """The summary the report shows: summary.json.  Where the run has none (killed before its end, a torn file)
     it is written first, as `conformance summary` writes it: complete only where the session's end said so
     (`was_complete`), so a summary made after a kill is marked incomplete and the page says so, and one made
@@ -293,4 +300,4 @@ def report_summary(run_dir: Path) -> dict[str, Any]:
         found = read_summary(run_dir)
     if found is None:  # written a moment ago: gone or torn again means something else writes the folder
         raise SummaryError(f"{run_dir / 'summary.json'} was written and could not be read back")
-    return found
+    return Summary.from_json(found)

@@ -9,6 +9,7 @@ from conformance.spec.item_ids import variant_key
 from conformance.spec.recipes import Case, RecipeError
 from conformance.store import examples
 from conformance.store.reader import file_records, journal_files
+from conformance.store.tally import CASE_PHASES
 
 
 class SavedCasesError(ValueError):
@@ -39,7 +40,7 @@ def saved_cases(source: Path) -> dict[tuple[str, ...], list[Case]]:
     parsed: dict[str, Any] = {}
     for batch in table.to_batches(max_chunksize=8192):
         for values in batch.to_pylist():
-            if values["phase"] not in ("explore", "final", "replay") or not values["case"]:
+            if values["phase"] not in CASE_PHASES or not values["case"]:
                 continue
             key = variant_key(str(values["nodeid"]), str(values["test"]), str(values["dtype"]), str(values["mode"]))
             if (key, values["case"]) in seen:

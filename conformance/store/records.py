@@ -29,7 +29,7 @@ from conformance.devices.facts import TargetFacts
 from conformance.store.crashes import crash_record
 from conformance.store.example_columns import ExampleRow
 from conformance.store.examples import peer_rows
-from conformance.store.tally import Phase, Tally
+from conformance.store.tally import CountedExample, Phase, Tally
 from conformance.store.writer import Store, json_safe
 
 
@@ -159,18 +159,20 @@ class RecordWriter:
         )
         if self.tally is not None:
             self.tally.add_example(
-                verdict,
-                max_abs,
-                mismatch,
-                name,
-                atol,
-                tolerance.max_mismatch_fraction if tolerance is not None else None,
-                known_issue,
-                outcome.behaviour,
-                outcome.diverges,
-                cause,
-                message,
-                peers,
+                CountedExample(
+                    verdict=verdict,
+                    max_abs=max_abs,
+                    mismatch_fraction=mismatch,
+                    tolerance=name,
+                    atol=atol,
+                    allowed_mismatch_fraction=tolerance.max_mismatch_fraction if tolerance is not None else None,
+                    known_issue=known_issue,
+                    behaviour=outcome.behaviour,
+                    diverges=outcome.diverges,
+                    cause=cause,
+                    message=message,
+                    peers=peers,
+                )
             )
             self.tally.cover(details)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from enum import Enum
 from itertools import islice
 from typing import Any
@@ -28,8 +29,21 @@ class Phase(str, Enum):
         """Whether it is an outcome of the item (a shrinking example is not: the failure is counted once)."""
         return self is not Phase.SHRINK
 
+    @property
+    def has_case(self) -> bool:
+        """Whether its record holds a case another run can check again (a drawn, minimal or replayed one)."""
+        return self in (Phase.EXPLORE, Phase.FINAL, Phase.REPLAY)
+
+    @property
+    def shows_failure(self) -> bool:
+        """Whether it is the example a failure is shown by, before any other: hypothesis' minimal one, or the case
+        given with --replay (an explored example is shown only where neither was recorded)."""
+        return self in (Phase.FINAL, Phase.REPLAY)
+
 
 COUNTED_PHASES = tuple(p.value for p in Phase if p.counted)
+CASE_PHASES = tuple(p.value for p in Phase if p.has_case)
+SHOWN_PHASES = tuple(p.value for p in Phase if p.shows_failure)  # the examples a failure is shown by, first
 VERDICT_ORDER = ("fail", "error", "known_issue", "warning", "resource", "interrupted", "skipped", "pass")
 MAX_WARNING_MESSAGES = 3
 MAX_SKIP_REASONS = 5
@@ -51,6 +65,24 @@ def _number(value: Any) -> float | None:
 def family(nodeid: str) -> str:
     """The case module an item comes from, as a family name: `cases/test_resize.py::...` -> `resize`."""
     return nodeid.split("::")[0].rpartition("/")[2].removesuffix(".py").removeprefix("test_")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CountedExample:
+    """What a tally keeps of one check outcome of one counted example."""
+
+    verdict: str
+    max_abs: Any = None
+    mismatch_fraction: Any = None
+    tolerance: str | None = None  # the tolerance's name
+    atol: Any = None
+    allowed_mismatch_fraction: Any = None
+    known_issue: str | None = None  # the id of the entry that explained it
+    behaviour: str | None = None
+    diverges: str | None = None
+    cause: str | None = None
+    message: str = ""
+    peers: dict[str, Any] | None = None  # the cross-library measurement
 
 
 class Tally:
@@ -95,36 +127,31 @@ class Tally:
         known = record.get("known_issue")
         details = record.get("details")
         self.add_example(
-            record["verdict"],
-            metrics.get("max_abs"),
-            metrics.get("mismatch_fraction"),
-            tolerance.get("name"),
-            tolerance.get("atol"),
-            tolerance.get("max_mismatch_fraction"),
-            known.get("id") if isinstance(known, dict) else known,
-            record.get("behaviour"),
-            record.get("diverges"),
-            record.get("cause"),
-            record.get("message", ""),
-            details.get("peers") if isinstance(details, dict) else None,
+            CountedExample(
+                verdict=record["verdict"],
+                max_abs=metrics.get("max_abs"),
+                mismatch_fraction=metrics.get("mismatch_fraction"),
+                tolerance=tolerance.get("name"),
+                atol=tolerance.get("atol"),
+                allowed_mismatch_fraction=tolerance.get("max_mismatch_fraction"),
+                known_issue=known.get("id") if isinstance(known, dict) else known,
+                behaviour=record.get("behaviour"),
+                diverges=record.get("diverges"),
+                cause=record.get("cause"),
+                message=record.get("message", ""),
+                peers=details.get("peers") if isinstance(details, dict) else None,
+            )
         )
 
-    def add_example(
-        self,
-        verdict: str,
-        max_abs: Any,
-        mismatch_fraction: Any,
-        tolerance: str | None,
-        atol: Any,
-        allowed_mismatch_fraction: Any,
-        known_issue: str | None,
-        behaviour: str | None,
-        diverges: str | None,
-        cause: str | None,
-        message: str,
-        peers: dict[str, Any] | None,
-    ) -> None:
-        """One check outcome of one counted example, by its fields."""
+    def add_example(self, example: CountedExample) -> None:
+        """One check outcome of one counted example."""
+        verdict, known_issue, behaviour, diverges = (
+            example.verdict,
+            example.known_issue,
+            example.behaviour,
+            example.diverges,
+        )
+        cause, message, peers, max_abs = example.cause, example.message, example.peers, example.max_abs
         self.counts[verdict] += 1
         if known_issue:
             self.known.add(known_issue)
@@ -146,10 +173,10 @@ class Tally:
                 self.worst_value = number
                 self.worst = {
                     "max_abs": max_abs,
-                    "mismatch_fraction": mismatch_fraction,
-                    "tolerance": tolerance,
-                    "atol": atol,
-                    "allowed_mismatch_fraction": allowed_mismatch_fraction,
+                    "mismatch_fraction": example.mismatch_fraction,
+                    "tolerance": example.tolerance,
+                    "atol": example.atol,
+                    "allowed_mismatch_fraction": example.allowed_mismatch_fraction,
                 }
 
     @property
