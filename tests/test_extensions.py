@@ -218,6 +218,31 @@ def test_a_crashed_item_on_an_installed_kind_is_recorded_with_the_kinds_own_fact
     assert on_meta and all(g["virtual"] for g in on_meta), on_meta  # one group a target, not a second for the crash
 
 
+def test_a_worker_that_dies_on_an_installed_out_of_process_kind_is_recorded_with_its_facts(tmp_path):
+    """The remote kind's client aborts its xdist worker (CONFORMANCE_META_REMOTE_ABORT): the controller records the
+    crashed item on `remote` with the kind's facts (not virtual; a rerun line that names it)."""
+    cases = tmp_path / "mycases"
+    cases.mkdir()
+    (cases / "test_my_flip.py").write_text(OFF_REMOTELY)
+    done = run(
+        tmp_path,
+        "--run-name=died",
+        "--no-stock",
+        "--targets=cpu,remote",
+        "-n2",
+        "mycases",
+        "-k",
+        "remote and reference",
+        CONFORMANCE_META_REMOTE_ABORT="1",
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out[-4000:]
+    records, _ = read_outcomes(tmp_path / "reports" / "died")
+    crashes = [r for r in records if r.get("crash")]
+    assert crashes and all(r["target"] == "remote" and r["virtual"] is False for r in crashes), crashes
+    assert all(r["repro"].endswith("--targets remote") for r in crashes if "repro" in r), crashes
+
+
 def test_sweep_arguments_from_an_installed_package_win(tmp_path):
     blur = ("torchvision.transforms.v2", "GaussianBlur")
     code = f"from conformance.spec import sweep_tables as t\nprint(t.arguments(*{blur!r}))"
