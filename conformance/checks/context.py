@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -108,6 +108,19 @@ class Tolerances:
 NO_PEERS: tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]] = ({}, {})
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)
+class Derived(Generic[T]):
+    """A value checks derive from a case on a target and share (a backward run, the call that records what it
+    entered), made once per context: `ctx.derive(WHAT)`.  The object itself is the key, so two modules cannot
+    collide on a name, and what it holds is typed."""
+
+    name: str
+    compute: Callable[[CaseContext], T]
+
+
 class CaseContext:
     """One case on one target, with the op already run there."""
 
@@ -138,7 +151,19 @@ class CaseContext:
         self.peers: tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]] = NO_PEERS
         self.peers_measured = False
         self.outcomes: dict[str, Any] = {}  # check name -> its CheckOutcome or None (conformance.checks.registry)
-        self.derived: dict[str, Any] = {}  # what checks computed on this target for later items (a backward run)
+        self._derived: dict[Derived[Any], Any] = {}  # what checks computed on this target for later items
+
+    def derive(self, what: Derived[T]) -> T:
+        """`what`'s value for this case on this target, computed on first use."""
+        if what not in self._derived:
+            self._derived[what] = what.compute(self)
+        found: T = self._derived[what]
+        return found
+
+    def derived_if_made(self, what: Derived[T]) -> T | None:
+        """`what`'s value where a check has made it (None: none asked for it)."""
+        found: T | None = self._derived.get(what)
+        return found
 
     @property
     def tensor_in(self) -> torch.Tensor:

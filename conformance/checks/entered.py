@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from conformance.checks.context import CaseContext
+from conformance.checks.context import CaseContext, Derived
 from conformance.checks.forms import usable, watched
 from conformance.devices.calls import run_op
 from conformance.devices.entry import Entry, recording, replacing
@@ -25,17 +25,21 @@ def call(
     return run_op(spec, tensor, ctx.case, target, sampled, timeout_s=ctx.timeout_s)
 
 
+def _recorded(ctx: CaseContext, sampled: Sampled | None) -> tuple[Entry | None, OpRun]:
+    entries: list[Entry] = []
+    run = call(ctx, watched(ctx.spec, lambda: recording(entries)), sampled)
+    return (entries[0] if entries and usable(run) else None), run
+
+
+ENTERED = Derived("entered", lambda ctx: _recorded(ctx, ctx.sampled))
+ENTERED_DRAWING = Derived("entered, drawing", lambda ctx: _recorded(ctx, None))  # a random module's own draw
+
+
 def entered(ctx: CaseContext, sampled: Sampled | None) -> tuple[Entry | None, OpRun]:
     """The first public library callable the case's call enters (None: it enters none) and the call's run: made once
     per case and target for the relations that ask (`sampled`: the case's replayed parameters, or None for a random
     module's own draw), kept on the context."""
-    key = "entered" if sampled is ctx.sampled else "entered, drawing"
-    if key not in ctx.derived:
-        entries: list[Entry] = []
-        run = call(ctx, watched(ctx.spec, lambda: recording(entries)), sampled)
-        ctx.derived[key] = (entries[0] if entries and usable(run) else None), run
-    found: tuple[Entry | None, OpRun] = ctx.derived[key]
-    return found
+    return ctx.derive(ENTERED if sampled is ctx.sampled else ENTERED_DRAWING)
 
 
 def given(

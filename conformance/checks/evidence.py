@@ -8,6 +8,7 @@ import numpy as np
 
 from conformance.checks.baseline import baseline_array
 from conformance.checks.context import CaseContext
+from conformance.checks.gradients import GRADIENT_RUN
 from conformance.devices.virtual.tensor import holds_values, host_tensor
 from conformance.spec.recipes import to_float64
 
@@ -25,7 +26,7 @@ def arrays(ctx: CaseContext) -> dict[str, np.ndarray]:
     if recorded is not None:
         kept["baseline"] = recorded
     for name, owner in (("gradient", ctx), ("cpu_gradient", cpu)):
-        run = owner.derived.get("gradient") if owner is not None else None  # conformance.checks.gradients
+        run = owner.derived_if_made(GRADIENT_RUN) if owner is not None else None
         if run is not None and run.error is None and holds_values(run.output):
             kept[name] = to_float64(host_tensor(run.output))
     return kept

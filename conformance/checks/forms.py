@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from conformance.checks.context import CaseContext
+from conformance.checks.context import CaseContext, Derived
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register, valid_inputs
 from conformance.devices.calls import run_op
 from conformance.devices.runs import OpRun
@@ -112,16 +112,18 @@ def watched(spec: OpSpec, watch: Callable[[], AbstractContextManager[Any]]) -> O
     return dataclasses.replace(spec, call=watched_call)
 
 
+def _counterpart_run(ctx: CaseContext) -> OpRun:
+    other = ctx.spec.other_form()
+    assert other is not None
+    return run_op(other, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s)
+
+
+COUNTERPART_RUN = Derived("counterpart_run", _counterpart_run)
+
+
 def counterpart_run(ctx: CaseContext) -> OpRun:
     """The other form on the case's own input on this target (shared by the two checks)."""
-    if "counterpart_run" not in ctx.derived:
-        other = ctx.spec.other_form()
-        assert other is not None
-        ctx.derived["counterpart_run"] = run_op(
-            other, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s
-        )
-    found: OpRun = ctx.derived["counterpart_run"]
-    return found
+    return ctx.derive(COUNTERPART_RUN)
 
 
 def check_module(ctx: CaseContext) -> CheckOutcome | None:

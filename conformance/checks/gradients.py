@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from conformance.checks.context import CaseContext
+from conformance.checks.context import CaseContext, Derived
 from conformance.checks.devices import device_problems
 from conformance.checks.registry import Check, CheckOutcome, compare_check, failed, outcome, register
 from conformance.checks.values import diverging_side
@@ -140,21 +140,24 @@ def probe_of(ctx: CaseContext) -> Probe:
     return found
 
 
+def _gradient_run(ctx: CaseContext) -> OpRun:
+    return run_vjp(
+        ctx.spec,
+        ctx.source.on(ctx.target),
+        ctx.case,
+        ctx.target,
+        ctx.sampled,
+        torch.from_numpy(probe_of(ctx).cotangent),
+        timeout_s=ctx.timeout_s,
+    )
+
+
+GRADIENT_RUN = Derived("gradient", _gradient_run)  # the target's backward run (the report keeps its gradient)
+
+
 def gradient_run(ctx: CaseContext) -> OpRun:
     """The target's gradient of the case for the probe's cotangent, computed once per context."""
-    if "gradient" not in ctx.derived:
-        probe = probe_of(ctx)
-        ctx.derived["gradient"] = run_vjp(
-            ctx.spec,
-            ctx.source.on(ctx.target),
-            ctx.case,
-            ctx.target,
-            ctx.sampled,
-            torch.from_numpy(probe.cotangent),
-            timeout_s=ctx.timeout_s,
-        )
-    found: OpRun = ctx.derived["gradient"]
-    return found
+    return ctx.derive(GRADIENT_RUN)
 
 
 def gradient64(ctx: CaseContext) -> np.ndarray | None:
