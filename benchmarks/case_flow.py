@@ -1,4 +1,4 @@
-"""How one case flows through the harness's modules: from `ConformanceRun.check(item, case)` down to the records, how
+"""How one case flows through the harness's modules: from `ConformanceRun.check(spec, case)` down to the records, how
 often the path climbs back up a layer or returns to a module it had left (issue 48: "a case flows down once").
 
 Each item runs in this process with one example (`-n 0 --max-examples=1`); while its first case is checked, every call

@@ -134,9 +134,8 @@ def pytest_runtest_call(item: pytest.Item):
     params = item.callspec.params  # type: ignore[attr-defined]
     if not run.knows_items:  # once: the session's items in run order
         run.learn_items(info for i in item.session.items if (info := _item_info(i)) is not None)
-    info = _item_info(item)
     try:
-        skip = run.begin_item(info)
+        skip = run.begin_item(_item_info(item))
     except KnownIssuesError as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     if skip is not None:
@@ -151,7 +150,7 @@ def pytest_runtest_call(item: pytest.Item):
     except BaseException as failure:
         stopped = interrupts.requested() is not None or interrupts.is_interrupt(failure)
         skipped = isinstance(failure, (unittest.SkipTest, pytest.skip.Exception))  # a target that cannot run it
-        run.end_item(info.key, passed=False, interrupted=stopped, raised=None if skipped else failure)
+        run.end_item(passed=False, interrupted=stopped, raised=None if skipped else failure)
         if stopped and not isinstance(failure, KeyboardInterrupt):  # e.g. inside hypothesis' exception group
             raise KeyboardInterrupt(interrupts.requested() or "interrupted") from failure
         warned = run.targets[params["target"]].finding_is_warning(run.cfg.virtual_findings)
@@ -160,9 +159,9 @@ def pytest_runtest_call(item: pytest.Item):
             pytest.xfail(f"virtual-target finding, a warning under --virtual-findings=warn: {first}")
         raise
     if interrupts.requested() is not None:  # the interrupt was lost on its way out (a finalizer swallowed it)
-        run.end_item(info.key, passed=False, interrupted=True)
+        run.end_item(passed=False, interrupted=True)
         interrupts.raise_if_requested()
-    ended = run.end_item(info.key, passed=True)
+    ended = run.end_item(passed=True)
     if ended.fail:
         pytest.fail(ended.fail, pytrace=False)
     if ended.warnings and run.cfg.fail_on_warning:
@@ -192,14 +191,13 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     from conformance.engine.judgement import ConformanceFailure
 
     run = run_of(pyfuncitem.config)
-    key = _item_info(pyfuncitem).key
-    cases = run.plan(key)
+    cases = run.plan()
     if cases is None and run.sources.saved_from is not None:
         option = "--cases-from" if run.cfg.cases_from is not None else "--baseline"
         pytest.skip(f"{option} {run.sources.saved_from} has no cases for this item")
     if cases is None:
         return None
-    planned = run.run_plan(key, cases)
+    planned = run.run_plan(cases)
     if planned is None:
         return True
     if planned.choices is None:

@@ -25,17 +25,6 @@ from conformance.store.tally import Phase, Tally
 
 
 @dataclass(frozen=True)
-class ItemKey:
-    """Which item a call is about, as the test function names it: its op and its parameters."""
-
-    op: str
-    target: str
-    dtype: str
-    mode: str
-    check: str
-
-
-@dataclass(frozen=True)
 class ItemInfo:
     """A conformance test item as the engine sees it (the plugin reads it off pytest's item)."""
 
@@ -54,10 +43,6 @@ class ItemInfo:
     @property
     def rerun_id(self) -> str:
         return self.command_id or self.nodeid
-
-    @property
-    def key(self) -> ItemKey:
-        return ItemKey(self.spec.name, self.target, self.dtype, self.mode, self.check)
 
 
 @dataclass

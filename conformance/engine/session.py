@@ -1,7 +1,7 @@
 """One worker's conformance run: the path of each case of each item, in one direction.
 
-`ConformanceRun.check(item, case)` is the path of one case of the item it names (docs/architecture.md): the
-case's context from the cache (input, reference, the op's run on the target, shared with the variant's other items) ->
+`ConformanceRun.check(spec, case)` is the path of one case (docs/architecture.md): the case's context
+from the cache (input, reference, the op's run on the target, shared with the variant's other items) ->
 the check's outcome -> judgement against the known issues in scope -> the item's ledger -> a record ->
 a failure raised with a rerun line.  The parts, each with one job: the frozen `RunConfig`, `CaseSources`
 (where cases come from), `CaseCache`, `IssueBook` (which entries apply, strictness across a cell),
@@ -25,7 +25,7 @@ from conformance.engine.cases import CaseCache
 from conformance.engine.config import RunConfig
 from conformance.engine.issue_book import IssueBook
 from conformance.engine.judgement import ConformanceFailure, Judgement, failure_class, failure_message, judge
-from conformance.engine.ledger import ItemEnd, ItemInfo, ItemKey, ItemState, shown_warnings, verdict
+from conformance.engine.ledger import ItemEnd, ItemInfo, ItemState, shown_warnings, verdict
 from conformance.engine.options import release_run_dir
 from conformance.engine.ordering import variant_group
 from conformance.engine.prefetch import IsaPrefetch
@@ -67,7 +67,7 @@ class ConformanceRun:
             OutputRecorder(folder, cfg.worker) if folder is not None else None,
         )
         self.prefetch = IsaPrefetch(cfg.targets, self.cache)
-        self.running: dict[ItemKey, ItemState] = {}  # the items begun and not ended, by what their calls name
+        self.item: ItemState | None = None
         self.narrowed: dict[str, str] = {}  # op -> why its inputs are narrowed for the imported library
         self.knows_items = False
         # items whose failure is in the store (an unexpected example, an item-level fail or error): any other item
@@ -123,7 +123,7 @@ class ConformanceRun:
             if member is not None and member.shares_cases
             else None
         )
-        self.running[info.key] = state = ItemState(
+        self.item = state = ItemState(
             info,
             self.targets[info.target],
             applicable,
@@ -138,13 +138,11 @@ class ConformanceRun:
         self.recorder.item_started(state, self.issues.first_seen(issues), self.issues.first_applying(applicable))
         return None
 
-    def end_item(
-        self, item: ItemKey, passed: bool, interrupted: bool = False, raised: BaseException | None = None
-    ) -> ItemEnd:
+    def end_item(self, passed: bool, interrupted: bool = False, raised: BaseException | None = None) -> ItemEnd:
         """After the item's cases: what it comes to (an xfail, an item-level failure, a skip, warnings).  An item
         that raised something other than a recorded finding (the harness, a sampler or a module's constructor
         raising before any check) is recorded as an item-level error, never left as a pass."""
-        state = self.running.pop(item, None)
+        state, self.item = self.item, None
         if state is None:
             return ItemEnd()
         info = state.info
@@ -188,10 +186,10 @@ class ConformanceRun:
         self.recorder.records.item_verdict(base, info.nodeid, info.check, "error", message)
 
     # -- cases shared across targets ---------------------------------------------------
-    def plan(self, item: ItemKey) -> list[Case] | None:
+    def plan(self) -> list[Case] | None:
         """Cases to check in order instead of drawing: another target's draw, saved ones, or the cases
         another implementation of the same operation drew (relabelled with this op's name)."""
-        state = self.running.get(item)
+        state = self.item
         if state is None:
             return None
         found = self.sources.planned(state.plan_key)
@@ -204,32 +202,27 @@ class ConformanceRun:
                 self.sources.remember(state.plan_key, found)
         return found
 
-    def run_plan(self, item: ItemKey, cases: list[Case]) -> PlannedFailure | None:
+    def run_plan(self, cases: list[Case]) -> PlannedFailure | None:
         """Check the planned cases in order; the first unexpected failure is returned, not raised."""
-        state = self.running[item]
+        state = self.item
+        assert state is not None
         state.source = "plan"
         for case in cases:
             try:
-                self.check(item, case)
+                self.check(state.spec, case)
             except ConformanceFailure as failure:
                 state.source = "shrink"  # the caller now lets hypothesis shrink it
                 return PlannedFailure(failure, case, self.sources.choices_of(case))
         return None
 
-    @staticmethod
-    def item_key(op: str, target: str, dtype: str, mode: str, check: str) -> ItemKey:
-        """What a test function names its item by (its op and parameters): the key of its calls."""
-        return ItemKey(op, target, dtype, mode, check)
-
     def case_strategy(self, spec: OpSpec, dtype: str, mode: str) -> Any:
         return self.sources.strategy(spec, dtype, mode)
 
     # -- per example: the path of one case ---------------------------------------------
-    def check(self, item: ItemKey, case: Case) -> None:
+    def check(self, spec: OpSpec, case: Case) -> None:
         """Run the item's check on one case; raise if it fails outside the known issues."""
-        state = self.running.get(item)
+        state = self.item
         assert state is not None, "conformance tests run only inside the conformance plugin"
-        spec = state.spec
         interrupts.raise_if_requested()  # a stop another frame swallowed ends the item at its next case
         if case.key in state.settled:
             return  # drawn again (choices differ, values do not): checking it again would find the same

@@ -284,7 +284,7 @@ class OpSpec:
 
         def conformance_test(target: str, dtype: str, mode: str, check: str, conformance_run, data) -> None:
             case = data.draw(conformance_run.case_strategy(spec, dtype, mode), label="case")
-            conformance_run.check(conformance_run.item_key(spec.name, target, dtype, mode, check), case)
+            conformance_run.check(spec, case)
 
         conformance_test.__name__ = conformance_test.__qualname__ = f"test_{self.name}"
         conformance_test.__doc__ = self.description or f"Conformance of {self.name} on every selected target."
