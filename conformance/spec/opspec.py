@@ -279,7 +279,9 @@ class OpSpec:
 
     def test(self, source: str | None = None) -> Callable[..., None]:
         """The pytest test function for this op (assign it to `test_<name>`); one item per target,
-        dtype, mode and check.  `source`: the case module's file (default: the caller's)."""
+        dtype, mode and check.  `source`: the case module's file (default: the caller's).  The inner function's
+        source is what hypothesis seeds a derandomised (`ci`) run from: an edit of its two lines draws other cases
+        for every item of the suite."""
         spec = self
 
         def conformance_test(target: str, dtype: str, mode: str, check: str, conformance_run, data) -> None:
