@@ -2,8 +2,8 @@
 
 A case module is a spec of its own and never imports another; where two declare implementations of one
 computation (torchvision's and kornia's Gaussian blur in cases/test_blur.py and cases/test_blur_kornia.py; the exact
-geometry of cases/test_geometry.py and cases/test_geometry_random.py; OpenCV's warps), the rule and the measurement
-behind it are here, so the two cannot drift apart.  docs/tolerances.md lists them.
+geometry of cases/test_geometry.py and cases/test_geometry_random.py; OpenCV's warps), the rule and the measurement behind it are
+here, so the two cannot drift apart.  docs/tolerances.md lists them.
 """
 
 from __future__ import annotations
