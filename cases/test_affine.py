@@ -62,7 +62,6 @@ from conformance import (
 from conformance import fills as shared_fills
 from conformance.references import warp
 from conformance.spec.libraries import SUFFIXES
-from conformance.spec.shared_tolerances import OPENCV_FIXED_WEIGHTS
 from conformance.spec.warp_cases import MODES, VALID
 
 INVALID = {
@@ -356,6 +355,15 @@ TOLERANCES = [
     ),
     Rule(_half("float16", 2**-10), dtype="float16"),
     Rule(_half("bfloat16", 2**-7), dtype="bfloat16"),
+]
+OPENCV_FIXED_WEIGHTS = [
+    Rule(
+        Tolerance(
+            "opencv-fixed-point", atol=1, reason="OpenCV's 8-bit bilinear weights are 15-bit fixed point, rounded once"
+        ),
+        dtype="uint8",
+        mode="bilinear",
+    )
 ]
 
 

@@ -59,7 +59,6 @@ from conformance import (
 )
 from conformance.references import perspective, warp
 from conformance.spec.libraries import SUFFIXES
-from conformance.spec.shared_tolerances import OPENCV_FIXED_WEIGHTS
 from conformance.spec.warp_cases import MODES, RECIPES, VALID
 
 INVALID = {
@@ -325,6 +324,15 @@ TOLERANCES = [
     ),
     Rule(_half("float16", 2**-10), dtype="float16"),
     Rule(_half("bfloat16", 2**-7), dtype="bfloat16"),
+]
+OPENCV_FIXED_WEIGHTS = [
+    Rule(
+        Tolerance(
+            "opencv-fixed-point", atol=1, reason="OpenCV's 8-bit bilinear weights are 15-bit fixed point, rounded once"
+        ),
+        dtype="uint8",
+        mode="bilinear",
+    )
 ]
 
 

@@ -2,7 +2,7 @@
 
 A case module is a spec of its own and never imports another; where two declare implementations of one
 computation (torchvision's and kornia's Gaussian blur in cases/test_blur.py and cases/test_blur_kornia.py; the exact
-geometry of cases/test_geometry.py and cases/test_geometry_random.py; OpenCV's warps), the rule and the measurement behind it are
+geometry of cases/test_geometry.py and cases/test_geometry_random.py), the rule and the measurement behind it are
 here, so the two cannot drift apart.  docs/tolerances.md lists them.
 """
 
@@ -25,17 +25,6 @@ GAUSSIAN_FLOAT64 = Tolerance(
     atol=2e-14,
     reason="the float32 bound in float64: 120 x 1.1e-16 x 1.5 = 2e-14; measured max 1.55e-15 (v1; 300 cases)",
 )
-
-# OpenCV's bilinear warps of uint8 images (warpAffine, warpPerspective: cases/test_affine.py, test_perspective.py)
-OPENCV_FIXED_WEIGHTS = [
-    Rule(
-        Tolerance(
-            "opencv-fixed-point", atol=1, reason="OpenCV's 8-bit bilinear weights are 15-bit fixed point, rounded once"
-        ),
-        dtype="uint8",
-        mode="bilinear",
-    )
-]
 
 # where the exact geometry's measured maximum comes from: docs/tolerances.md for the dtypes drawn first, a deep sweep
 # for the others
