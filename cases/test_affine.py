@@ -62,8 +62,11 @@ from conformance import (
 from conformance import fills as shared_fills
 from conformance.references import warp
 from conformance.spec.libraries import SUFFIXES
-from conformance.spec.warp_cases import MODES, VALID
 
+MODES = ("nearest", "bilinear")
+HALF = ("float16", "bfloat16")
+# Nearest copies pixels, so a dtype matters there only for integer rounding: float64 and half draw bilinear only.
+VALID = [(d, m) for d in ("uint8", "uint16", "float32") for m in MODES] + [(d, "bilinear") for d in ("float64", *HALF)]
 INVALID = {
     "fill-out-of-range": "a fill outside 0..255 (256..1000 or -1000..-1) on a uint8 image (nearest)",
     "scale-not-positive": "affine's scale 0 or negative (torchvision: 'Argument scale should be positive')",

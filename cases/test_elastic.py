@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -49,14 +50,19 @@ from conformance import (
     Tolerance,
     batched,
     fills,
+    image_recipes,
     keywords,
     stored_fill,
 )
 from conformance.references import perspective, warp
 from conformance.spec.libraries import SUFFIXES
-from conformance.spec.warp_cases import MODES, RECIPES, VALID
 
+MODES = ("nearest", "bilinear")
+VALID = [(d, m) for d in ("uint8", "uint16", "float32") for m in MODES] + [
+    (d, "bilinear") for d in ("float64", "float16", "bfloat16")
+]
 INVALID = {"displacement-shape": "a displacement field one row taller than the image"}
+RECIPES = partial(image_recipes, channels=(3, 1, 4, 2), max_side=48, max_batch_dims=1)
 pixels = st.one_of(st.just(0.0), st.integers(-3, 3).map(float), st.decimals(-3, 3, places=2).map(float))
 
 

@@ -22,6 +22,7 @@ those that return an image are findings.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -59,13 +60,16 @@ from conformance import (
 )
 from conformance.references import perspective, warp
 from conformance.spec.libraries import SUFFIXES
-from conformance.spec.warp_cases import MODES, RECIPES, VALID
 
+MODES = ("nearest", "bilinear")
+HALF = ("float16", "bfloat16")
+VALID = [(d, m) for d in ("uint8", "uint16", "float32") for m in MODES] + [(d, "bilinear") for d in ("float64", *HALF)]
 INVALID = {
     "points-not-four": "three end points (torchvision: 'Please provide exactly four corners')",
     "points-degenerate": "end points that determine no homography: two equal, or three on one line",
 }
 HOST = HOST_COPY
+RECIPES = partial(image_recipes, channels=(3, 1, 4, 2), max_side=48, max_batch_dims=1)
 
 
 def corners(height: int, width: int) -> list[list[int]]:
