@@ -33,7 +33,6 @@ from hypothesis import strategies as st
 from torchvision.transforms import InterpolationMode
 
 from conformance import (
-    HOST_COPY,
     KORNIA,
     OMIT,
     OPENCV,
@@ -51,7 +50,6 @@ from conformance import (
     Rule,
     Tolerance,
     batched,
-    host_library_spec,
     image_recipes,
     keywords,
     per_host_image,
@@ -71,7 +69,7 @@ INVALID = {
     "fill-out-of-range": "a fill outside 0..255 (256..1000 or -1000..-1) on a uint8 image (nearest)",
     "scale-not-positive": "affine's scale 0 or negative (torchvision: 'Argument scale should be positive')",
 }
-HOST = HOST_COPY
+HOST = "a host library: the image is copied to host memory and back"
 # v2 rotate turns a multiple of 90 degrees into rot90, a flip: torch's cpu flip has no uint16 kernel before 2.15
 # (NotImplementedError on 2.11, the lent GPU machine's image; test_geometry.py gates its flips alike)
 ROT90_UINT16 = versions.satisfies("torch", ">=2.15")
@@ -402,7 +400,7 @@ def _tv2_fields(name: str) -> dict[str, Any]:
 
 
 TV_RAISES = {"scale-not-positive": ExpectedError("torchvision checks scale", ValueError, match="scale should be pos")}
-HOST_FIELDS = {"host_only": HOST, "spec": host_library_spec()}
+HOST_FIELDS = {"host_only": HOST, "spec": {"keeps_memory_format": False, "host_transfers": HOST}}
 KORNIA_SPEC = {"keeps_memory_format": False, "needs": ("kornia.geometry.transform.warp_affine",)}
 OPENCV_SPEC = {**HOST_FIELDS["spec"], "needs": ("cv2.warpAffine",)}
 NO_SCALE = {"scale-not-positive": "it takes the affine matrix, which this module builds (forward_affine): no scale"}

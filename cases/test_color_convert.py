@@ -28,7 +28,6 @@ from hypothesis import strategies as st
 
 from conformance import (
     CONTENTS,
-    HOST_COPY,
     KORNIA,
     OPENCV,
     PILLOW,
@@ -43,7 +42,6 @@ from conformance import (
     Returns,
     Rule,
     Tolerance,
-    host_library_spec,
     image_recipes,
     kornia_parameters,
     materialize,
@@ -53,8 +51,8 @@ from conformance import (
 )
 from conformance.references import color
 
-HOST = HOST_COPY
-HOST_SPEC = host_library_spec()
+HOST = "a host library: the image is copied to host memory and back"
+HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
 KORNIA_DTYPES = ("float16", "bfloat16", "float32", "float64")  # "Expected input of [torch.bfloat16, ...]"
 IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
 TURN = 2 * math.pi

@@ -33,7 +33,6 @@ from hypothesis import strategies as st
 from torchvision.transforms import InterpolationMode
 
 from conformance import (
-    HOST_COPY,
     KORNIA,
     OMIT,
     OPENCV,
@@ -51,7 +50,6 @@ from conformance import (
     Tolerance,
     batched,
     fills,
-    host_library_spec,
     image_recipes,
     keywords,
     per_host_image,
@@ -68,7 +66,7 @@ INVALID = {
     "points-not-four": "three end points (torchvision: 'Please provide exactly four corners')",
     "points-degenerate": "end points that determine no homography: two equal, or three on one line",
 }
-HOST = HOST_COPY
+HOST = "a host library: the image is copied to host memory and back"
 RECIPES = partial(image_recipes, channels=(3, 1, 4, 2), max_side=48, max_batch_dims=1)
 
 
@@ -361,7 +359,7 @@ def _split(library: str, call: Any, default: str, **fields: Any) -> list[Impleme
 
 
 TV_RAISES = {"points-not-four": ExpectedError("torchvision checks the count", ValueError, match="four corners")}
-HOST_SPEC = host_library_spec()
+HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
 NO_POINTS = {
     "points-not-four": "it takes the 8 coefficients, which this module solves from the points",
     "points-degenerate": "it takes the 8 coefficients, which this module solves from the points",

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 from torchvision.transforms import InterpolationMode
 
 from conformance import (
-    HOST_COPY,
     KORNIA,
     OPENCV,
     PILLOW,
@@ -43,7 +42,6 @@ from conformance import (
     Rule,
     Tolerance,
     empty_recipes,
-    host_library_spec,
     image_recipes,
     keywords,
     per_host_image,
@@ -372,8 +370,8 @@ TOLERANCES = [
     Rule(BFLOAT16, dtype="bfloat16"),
 ]
 
-HOST = HOST_COPY
-HOST_SPEC = host_library_spec(timing=None)
+HOST = "a host library: the image is copied to host memory and back"
+HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST, "timing": None}
 # torchvision documents antialias=True (v2 from 0.17; v1's default changed from None to True in 0.17)
 # and interpolation=BILINEAR; kornia documents interpolation="bilinear"; OpenCV documents INTER_LINEAR.
 TORCHVISION_DEFAULTS = {"antialias": True, "interpolation": "bilinear"}

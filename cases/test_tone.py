@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 
 from conformance import (
     CONTENTS,
-    HOST_COPY,
     KORNIA,
     OPENCV,
     PILLOW,
@@ -45,7 +44,6 @@ from conformance import (
     Rule,
     Tolerance,
     empty_recipes,
-    host_library_spec,
     image_recipes,
     keywords,
     materialize,
@@ -71,8 +69,8 @@ SOLARIZE_V2 = (
     }
 )
 IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
-HOST = HOST_COPY
-HOST_SPEC = host_library_spec()
+HOST = "a host library: the image is copied to host memory and back"
+HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
 KORNIA_SPEC = {"keeps_memory_format": False}  # kornia returns contiguous outputs
 TV_SPEC = {"pil_input": TORCHVISION_PIL}  # v1 and v2 functionals hand a PIL image to ImageOps
 FOUR = "four-channels"

@@ -25,9 +25,8 @@ The public API for case modules (every name a case module needs, importable from
                   a warp's fill drawn in the image's range, and as an image of a dtype holds it
   image_recipes, empty_recipes, sides
                   hypothesis strategies of image recipes (and of images with no pixels) and sizes
-  batched, per_host_image, pillow_image_op, HOST_COPY, host_library_spec
-                  adapters for libraries that take images one at a time, on the host, and what such an
-                  implementation declares
+  batched, per_host_image, pillow_image_op
+                  adapters for libraries that take images one at a time, on the host
   versions        the imported library versions (for `narrowed` strategies and preconditions)
 
 The names are imported on first use (they import torch): the pytest plugin lives in this package and is
@@ -55,9 +54,7 @@ _PUBLIC = {
         "conformance.spec.libraries",
     ),
     **dict.fromkeys(("empty_recipes", "image_recipes", "sides"), "conformance.spec.strategies"),
-    **dict.fromkeys(
-        ("batched", "per_host_image", "pillow_image_op", "HOST_COPY", "host_library_spec"), "conformance.spec.adapters"
-    ),
+    **dict.fromkeys(("batched", "per_host_image", "pillow_image_op"), "conformance.spec.adapters"),
 }
 __all__ = sorted(_PUBLIC)
 

@@ -17,14 +17,6 @@ import numpy as np
 import torch
 
 HostImage = np.ndarray  # H x W x C
-# what an implementation through a host library declares: `host_only=HOST_COPY`, `spec=host_library_spec()`
-HOST_COPY = "a host library: the image is copied to host memory and back"
-
-
-def host_library_spec(**more: Any) -> dict[str, Any]:
-    """An `Implementation`'s spec fields for a host library (its copies are by design; its output's memory format is
-    its own), with `more` (`needs=...`, `timing=None`) added: a fresh dict each time."""
-    return {"keeps_memory_format": False, "host_transfers": HOST_COPY, **more}
 
 
 def batched(function: Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]) -> Callable[..., torch.Tensor]:
