@@ -58,7 +58,6 @@ from conformance import (
     versions,
 )
 from conformance.references import filters
-from conformance.spec.shared_tolerances import GAUSSIAN_FLOAT32, GAUSSIAN_FLOAT64
 
 KERNELS = (1, 3, 5, 7, 9, 11)
 SIGMA_STEPS = (10, 300)  # sigma in [0.10, 3.00] in steps of 0.01 (the grid the OpenCV bound was computed on)
@@ -312,7 +311,18 @@ BFLOAT16 = Tolerance(
     reason="as float16's with bfloat16's 2^-8: 8 roundings on values up to 1.5 bound it at 4.7e-2; measured max "
     "1.14e-2 (v1), 7.8e-3 (v2), 3.9e-3 (kornia) in 300 cases",
 )
-FLOAT32, FLOAT64 = GAUSSIAN_FLOAT32, GAUSSIAN_FLOAT64  # conformance.spec.shared_tolerances
+FLOAT32 = Tolerance(
+    "float32-accumulation",
+    atol=1e-5,
+    rtol=1e-6,
+    reason="float32 kernel (exp, normalisation) and up to 121 products summed in float32 on values up to 1.5: the "
+    "summation bound is 120 x 6e-8 x 1.5 = 1.1e-5; measured max 7.5e-7 (torchvision), 8.3e-6 (OpenCV)",
+)
+FLOAT64 = Tolerance(
+    "float64-accumulation",
+    atol=2e-14,
+    reason="the float32 bound in float64: 120 x 1.1e-16 x 1.5 = 2e-14; measured max 1.55e-15 (v1; 300 cases)",
+)
 KORNIA_UINT8 = Tolerance(
     "float32-of-uint8-levels",
     atol=2e-3,

@@ -36,7 +36,6 @@ from conformance import (
     kornia_parameters,
 )
 from conformance.references import filters
-from conformance.spec.shared_tolerances import GAUSSIAN_FLOAT32, GAUSSIAN_FLOAT64
 
 KERNELS = (1, 3, 5, 7, 9, 11)
 SIGMA_STEPS = (10, 300)  # sigma in [0.10, 3.00] in steps of 0.01, as the functionals' cases
@@ -46,7 +45,18 @@ try:
 except ImportError:  # an older kornia: its checks raise plain exceptions
     KORNIA_ERROR = Exception
 # The functionals' tolerances (cases/test_blur.py; docs/tolerances.md lists them once): this output is gaussian_blur2d's
-FLOAT32, FLOAT64 = GAUSSIAN_FLOAT32, GAUSSIAN_FLOAT64  # conformance.spec.shared_tolerances
+FLOAT32 = Tolerance(
+    "float32-accumulation",
+    atol=1e-5,
+    rtol=1e-6,
+    reason="float32 kernel (exp, normalisation) and up to 121 products summed in float32 on values up to 1.5: the "
+    "summation bound is 120 x 6e-8 x 1.5 = 1.1e-5; measured max 7.5e-7 (torchvision), 8.3e-6 (OpenCV)",
+)
+FLOAT64 = Tolerance(
+    "float64-accumulation",
+    atol=2e-14,
+    reason="the float32 bound in float64: 120 x 1.1e-16 x 1.5 = 2e-14; measured max 1.55e-15 (v1; 300 cases)",
+)
 
 
 def _fitting(side: int) -> list[int]:
