@@ -83,8 +83,10 @@ class DeviceBranch(torch.nn.Module):
         return x + 0.25 if x.is_cuda else x
 '''
 CASES = """
+import os
 from conformance.spec import sweep
-globals().update(sweep.asked_tests())
+from conformance.spec.handed import SWEEP_ENV
+globals().update(sweep.tests(sweep.parse(os.environ.get(SWEEP_ENV, ""))))
 """
 RUN = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--targets=cpu,vcuda:1", "--sweep=planted_transforms"]
 

@@ -63,8 +63,10 @@ def test_a_run_sweeps_the_class_with_its_arguments(pytester):
     module(pytester, "own_args_run", GAIN + '\nCONFORMANCE_SWEEP_ARGUMENTS = {"Gain": {"gain": 0.5}}\n')
     pytester.makepyfile(
         test_sweep_cases="""
+        import os
         from conformance.spec import sweep
-        globals().update(sweep.asked_tests())
+        from conformance.spec.handed import SWEEP_ENV
+        globals().update(sweep.tests(sweep.parse(os.environ.get(SWEEP_ENV, ""))))
         """
     )
     result = pytester.runpytest_inprocess(

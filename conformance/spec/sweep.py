@@ -18,7 +18,6 @@ image-sized noise on the device (`sweep_tables.DEVICE_RANDOM`).
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -29,7 +28,6 @@ from hypothesis import strategies as st
 
 from conformance.spec.callers import caller_file
 from conformance.spec.forms import Counterpart, ModuleOp
-from conformance.spec.handed import SWEEP_ENV
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import CONTENTS
 from conformance.spec.sampled import kornia_parameters
@@ -247,18 +245,11 @@ def parse(text: str) -> list[str]:
     return found
 
 
-def tests(module_names: list[str], source: str | None = None) -> dict[str, Callable[..., None]]:
-    """`test_<op>` for every swept class of the modules (`source`: the case module that defines them, by default
-    the caller's)."""
-    source = source or caller_file(1)
+def tests(module_names: list[str]) -> dict[str, Callable[..., None]]:
+    """`test_<op>` for every swept class of the modules (cases/test_sweep.py)."""
+    source = caller_file(1)
     found: dict[str, Callable[..., None]] = {}
     for name in module_names:
         for spec in specs(name):
             found[f"test_{spec.name}"] = spec.test(source=source)
     return found
-
-
-def asked_tests() -> dict[str, Callable[..., None]]:
-    """`test_<op>` for every swept class of the modules this run's --sweep names, which the plugin hands over in the
-    environment (`SWEEP_ENV`): `globals().update(sweep.asked_tests())` is a sweep case module's body."""
-    return tests(parse(os.environ.get(SWEEP_ENV, "")), source=caller_file(1))
