@@ -15,7 +15,7 @@ from typing import Any
 
 from conformance.report.dashboard import counted, uncalibrated
 from conformance.spec.tolerances import is_uncalibrated
-from conformance.store.summary_model import Group, Summary
+from conformance.store.summary_model import NEW_VERDICTS, Group, Summary, rank
 from conformance.store.tally import VERDICT_ORDER
 
 SYMBOLS = {
@@ -29,7 +29,6 @@ SYMBOLS = {
     "pass": ".",
 }
 QUIET = ("pass", "skipped")  # verdicts the table leaves to the matrix
-NEW = ("fail", "error", "interrupted", "resource")  # what a run's first line is about
 WARNING_LINES = 8  # aggregated warnings shown at the end of a run; the rest are counted
 LISTED_VARIANTS = 20  # failing variants shown at the end of a run; the rest are counted
 
@@ -41,7 +40,7 @@ def _fmt_number(value: Any) -> str:
 
 
 def _worst_verdict(verdicts: list[str]) -> str:
-    return min(verdicts, key=lambda v: VERDICT_ORDER.index(v) if v in VERDICT_ORDER else len(VERDICT_ORDER))
+    return min(verdicts, key=rank)
 
 
 def _variant_rows(summary: Summary) -> list[tuple[str, ...]]:
@@ -180,12 +179,9 @@ def format_section(summary: Summary, *, selected: bool = False) -> list[str]:
     notes and warnings.  `selected`: a -k/-m/node-id run (known issues it left out are not warned about)."""
     groups = summary.groups
     items = Counter(g.verdict for g in groups)
-    bad = [g for g in groups if g.verdict in NEW]
+    bad = [g for g in groups if g.verdict in NEW_VERDICTS]
     totals = summary.totals
-    counts = ", ".join(
-        f"{n:,} {v.replace('_', ' ')}"
-        for v, n in sorted(items.items(), key=lambda kv: VERDICT_ORDER.index(kv[0]) if kv[0] in VERDICT_ORDER else 99)
-    )
+    counts = ", ".join(f"{n:,} {v.replace('_', ' ')}" for v, n in sorted(items.items(), key=lambda kv: rank(kv[0])))
     outcomes = sum(v for k, v in totals.items() if k != "interrupted")
     head = (
         f"{counted(len(bad), 'item')} failed, errored, ran out of memory or were interrupted"
@@ -196,7 +192,7 @@ def format_section(summary: Summary, *, selected: bool = False) -> list[str]:
         head = f"incomplete run, {head}" + ("" if bad else " so far")
     lines = [f"{head}: {counted(len(groups), 'item')} ({counts}); {counted(outcomes, 'checked outcome')}"]
     if bad:
-        rows = [r for r in _variant_rows(summary) if r[5].replace(" ", "_") in NEW]
+        rows = [r for r in _variant_rows(summary) if r[5].replace(" ", "_") in NEW_VERDICTS]
         shown = rows[:LISTED_VARIANTS]
         lines += _aligned(
             [("op", "target", "dtype", "mode", "examples", "result", "worst check: max |diff| / atol"), *shown]

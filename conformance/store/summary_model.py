@@ -75,10 +75,6 @@ class Group:
     interrupted: bool = False
 
     @property
-    def variant(self) -> tuple[str, str, str, str]:
-        return self.op, self.target, self.dtype, self.mode
-
-    @property
     def column(self) -> str:
         """The target's column name in the terminal's tables (`machine/target` in a merged run)."""
         return f"{self.machine}/{self.target}" if self.machine else self.target
@@ -163,11 +159,6 @@ class Summary:
     interrupted: tuple[str, ...] = ()  # the items a stop cut short
     machines: tuple[str, ...] = ()  # a merge's columns
     shards: Mapping[str, Any] = field(default_factory=dict)  # a merge's shards per machine
-
-    @property
-    def new_failures(self) -> int:
-        """Items that failed, errored, ran out of memory or were interrupted: what makes a run red."""
-        return sum(self.totals.get(verdict, 0) for verdict in NEW_VERDICTS)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Summary:
