@@ -50,7 +50,12 @@ def install(release: str, cache: Path) -> Path:
 
 
 def run(release: str, folder: Path, extra: Path, max_examples: int, keyword: str) -> dict:
-    reports = Path(tempfile.mkdtemp(prefix="old-release-"))
+    """What a run of the suite against one release found; its run folder is removed after it is read."""
+    with tempfile.TemporaryDirectory(prefix="old-release-") as kept:
+        return _run_into(Path(kept), release, folder, extra, max_examples, keyword)
+
+
+def _run_into(reports: Path, release: str, folder: Path, extra: Path, max_examples: int, keyword: str) -> dict:
     env = os.environ | {"PYTHONPATH": f"{folder}{os.pathsep}{extra}", "CI": "1", "CONFORMANCE_REPORTS": str(reports)}
     command = [
         sys.executable,

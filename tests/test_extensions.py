@@ -7,8 +7,10 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -158,8 +160,16 @@ def _servers(log: Path) -> list[list[str]]:
     return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
 
 
+@pytest.fixture
+def scratch():
+    """A temporary folder short enough for a Unix socket's path (tmp_path is not: 108 bytes at most)."""
+    folder = tempfile.mkdtemp(prefix="scratch-")
+    yield Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("workers", ["0", "2"])
-def test_an_installed_out_of_process_kind_runs_through_its_lifecycle(tmp_path, workers):
+def test_an_installed_out_of_process_kind_runs_through_its_lifecycle(tmp_path, workers, scratch):
     """The package's `remote` kind runs the op in a server its `start` launches on the controller for every xdist
     worker (with none, each process starts its own on the first case) and its `stop` ends; its items pass."""
     log = tmp_path / "servers.log"
@@ -172,6 +182,7 @@ def test_an_installed_out_of_process_kind_runs_through_its_lifecycle(tmp_path, w
         "-k",
         "normalize_v2",
         CONFORMANCE_META_SERVER_LOG=str(log),
+        TMPDIR=str(scratch),
     )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
@@ -182,6 +193,7 @@ def test_an_installed_out_of_process_kind_runs_through_its_lifecycle(tmp_path, w
     started = [pid for event, pid in _servers(log) if event == "started"]
     assert len(started) == 1, _servers(log)  # one for the run: shared by both workers, or the one process's own
     assert sorted(_servers(log)) == sorted([["started", started[0]], ["ended", started[0]]]), _servers(log)
+    assert not list(scratch.glob("conformance-remote-*")), list(scratch.iterdir())  # its socket's folder went with it
     environment = json.loads(next((tmp_path / "reports" / "remote" / "environment").glob("*.json")).read_text())
     facts = next(t for t in environment["targets"] if t["name"] == "remote")
     assert (facts["virtual"], facts["named_in_rerun"], facts["table_rank"]) == (False, True, 6.0), facts

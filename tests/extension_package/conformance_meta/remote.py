@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import pickle
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,7 @@ KEY_ENV = "CONFORMANCE_META_SERVER_KEY"  # the key a connection to the server pr
 _SERVERS: dict[str, subprocess.Popen[bytes]] = {}  # target name -> the server this process started
 _SOCKETS: dict[str, tuple[str, str]] = {}  # target name -> where this process reaches its server, and its key
 _CONNECTIONS: dict[str, Connection] = {}
-_OWN: set[str] = set()  # target names whose server this (worker) process started for itself
+_OWN: dict[str, str] = {}  # target name -> the folder of the server this (worker) process started for itself
 
 
 def _launch(path: str, key: str) -> subprocess.Popen[bytes]:
@@ -86,9 +87,9 @@ class RemoteTarget(Target):
         connection = _CONNECTIONS.pop(self.name, None)
         if connection is not None:
             connection.close()
-        if self.name in _OWN:  # its own server (a run without workers)
-            _OWN.discard(self.name)
+        if self.name in _OWN:  # its own server (a run without workers), and the folder of its socket
             _end(_SERVERS.pop(self.name), now=False)
+            shutil.rmtree(_OWN.pop(self.name), ignore_errors=True)
 
     def stop(self, now: bool) -> None:
         server = _SERVERS.pop(self.name, None)
@@ -98,13 +99,11 @@ class RemoteTarget(Target):
     def _connection(self) -> Connection:
         if self.name not in _CONNECTIONS:
             if self.name not in _SOCKETS:  # no controller started one: this process's own
-                path, key = (
-                    os.path.join(tempfile.mkdtemp(prefix="conformance-remote-"), "server.sock"),
-                    secrets.token_hex(16),
-                )
+                folder = tempfile.mkdtemp(prefix="conformance-remote-")
+                path, key = os.path.join(folder, "server.sock"), secrets.token_hex(16)
                 _SERVERS[self.name] = _launch(path, key)
                 _SOCKETS[self.name] = (path, key)
-                _OWN.add(self.name)
+                _OWN[self.name] = folder
             path, key = _SOCKETS[self.name]
             _CONNECTIONS[self.name] = Client(path, family="AF_UNIX", authkey=key.encode())
         return _CONNECTIONS[self.name]
