@@ -59,17 +59,14 @@ from conformance import (
 )
 from conformance import fills as shared_fills
 from conformance.references import warp
+from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC, WARP_MODES, WARP_NEAREST_EXACT, warp_variants
 from conformance.spec.libraries import SUFFIXES
 
-MODES = ("nearest", "bilinear")
-HALF = ("float16", "bfloat16")
-# Nearest copies pixels, so a dtype matters there only for integer rounding: float64 and half draw bilinear only.
-VALID = [(d, m) for d in ("uint8", "uint16", "float32") for m in MODES] + [(d, "bilinear") for d in ("float64", *HALF)]
+VALID = warp_variants()
 INVALID = {
     "fill-out-of-range": "a fill outside 0..255 (256..1000 or -1000..-1) on a uint8 image (nearest)",
     "scale-not-positive": "affine's scale 0 or negative (torchvision: 'Argument scale should be positive')",
 }
-HOST = "a host library: the image is copied to host memory and back"
 # v2 rotate turns a multiple of 90 degrees into rot90, a flip: torch's cpu flip has no uint16 kernel before 2.15
 # (NotImplementedError on 2.11, the lent GPU machine's image; test_geometry.py gates its flips alike)
 ROT90_UINT16 = versions.satisfies("torch", ">=2.15")
@@ -97,7 +94,7 @@ def _common(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     """Error modes warp with nearest: a fill pixel is then the stored fill itself."""
     return {
         "angle": draw(angles(), label="angle"),
-        "interpolation": mode if mode in MODES else "nearest",
+        "interpolation": mode if mode in WARP_MODES else "nearest",
         "fill": draw(fills(recipe.dtype, mode), label="fill"),
     }
 
@@ -301,11 +298,6 @@ def _half(name: str, ulp: float) -> Tolerance:
     )
 
 
-EXACT = Tolerance(
-    "exact",
-    reason="nearest copies one input pixel or the fill: any difference is another pixel. "
-    "Samples on or near cell edges are known issues (ties), not a tolerance",
-)
 PILLOW_TRUNCATES = Tolerance(
     "pillow-truncates",
     atol=1,
@@ -313,8 +305,8 @@ PILLOW_TRUNCATES = Tolerance(
     "below; measured 1 (Pillow's own calls and torchvision's PIL path)",
 )
 TOLERANCES = [
-    Rule(EXACT, mode="nearest"),
-    Rule(EXACT, mode="fill-out-of-range"),  # warps with nearest
+    Rule(WARP_NEAREST_EXACT, mode="nearest"),
+    Rule(WARP_NEAREST_EXACT, mode="fill-out-of-range"),  # warps with nearest
     Rule(PILLOW_TRUNCATES, check="pil", dtype="uint8", mode="bilinear"),  # torchvision hands a PIL image to Pillow
     Rule(
         Tolerance(
@@ -371,7 +363,7 @@ OPENCV_FIXED_WEIGHTS = [
 def _split(library: str, call: Any, default: str, *, defaults: dict[str, Any], **fields: Any) -> list[Implementation]:
     """The library's implementation for its default interpolation (which a case may leave out) and, suffixed
     with the other one, an implementation that always passes it.  Both get the error modes."""
-    other = MODES[1 - MODES.index(default)]
+    other = WARP_MODES[1 - WARP_MODES.index(default)]
     return [
         Implementation(
             library=library, call=call, modes=(default,), defaults={"interpolation": default, **defaults}, **fields
@@ -400,7 +392,7 @@ def _tv2_fields(name: str) -> dict[str, Any]:
 
 
 TV_RAISES = {"scale-not-positive": ExpectedError("torchvision checks scale", ValueError, match="scale should be pos")}
-HOST_FIELDS = {"host_only": HOST, "spec": {"keeps_memory_format": False, "host_transfers": HOST}}
+HOST_FIELDS = {"host_only": HOST_COPY, "spec": HOST_SPEC}
 KORNIA_SPEC = {"keeps_memory_format": False, "needs": ("kornia.geometry.transform.warp_affine",)}
 OPENCV_SPEC = {**HOST_FIELDS["spec"], "needs": ("cv2.warpAffine",)}
 NO_SCALE = {"scale-not-positive": "it takes the affine matrix, which this module builds (forward_affine): no scale"}
@@ -427,12 +419,12 @@ def _operation(name, description, params, inverse_of, optional, tv2, tv1, kornia
         reference=_reference(inverse_of),
         params=params,
         dtypes=("uint8", "uint16", "float16", "bfloat16", "float32", "float64"),
-        modes=MODES,
+        modes=WARP_MODES,
         invalid=invalid,
         variants=VALID + errors,
         tolerances=TOLERANCES,
         recipes=warp_recipes,
-        optional=lambda mode: optional if mode in MODES else (),
+        optional=lambda mode: optional if mode in WARP_MODES else (),
         spec={"features": _features(inverse_of)},
         # linear in the image (the fill is a constant): the gradient is the transposed sampling weights.  Not for
         # nearest: its forward tolerance lets a share of samples at ties take the neighbour (docs/tolerances.md),
@@ -471,7 +463,7 @@ def _operation(name, description, params, inverse_of, optional, tv2, tv1, kornia
                 tolerances=OPENCV_FIXED_WEIGHTS,
                 accepts={"fill-out-of-range": OPENCV_SATURATES},
                 not_applicable=no_scale,
-                host_only=HOST,
+                host_only=HOST_COPY,
                 spec=OPENCV_SPEC,
             ),
         ],

@@ -42,8 +42,8 @@ from conformance import (
     versions,
 )
 from conformance.references import warp
+from conformance.spec.case_pieces import WARP_MODES, warp_variants
 
-MODES = ("nearest", "bilinear")
 # RandomAffine's padding_mode="fill" and fill_value came with kornia#3391, first released in 0.8.3
 FILL = versions.satisfies("kornia", ">=0.8.3")
 FILL_NARROWED = (
@@ -79,7 +79,7 @@ TOLERANCES = [
     Rule(_half("float16", 2**-10), dtype="float16"),
     Rule(_half("bfloat16", 2**-7), dtype="bfloat16"),
 ]
-VALID = [("float32", m) for m in MODES] + [(d, "bilinear") for d in ("float64", "float16", "bfloat16")]
+VALID = warp_variants(both_modes=("float32",))
 INVALID_P = ExpectedError("p outside [0, 1] (documented: 'probability of applying the transformation')", ValueError)
 ROTATION_ERRORS = {
     "p-out-of-range": INVALID_P,
@@ -92,7 +92,7 @@ AFFINE_ERRORS = {
     "shear-invalid": ExpectedError("a reversed shear range or a negative bound", ValueError, match="shear"),
     "translate-out-of-range": ExpectedError("a translate fraction outside [0, 1]", ValueError, match="translate"),
 }
-SPEC = {"keeps_memory_format": False, "tolerances": TOLERANCES, "modes": MODES, "recipes": RECIPES}
+SPEC = {"keeps_memory_format": False, "tolerances": TOLERANCES, "modes": WARP_MODES, "recipes": RECIPES}
 
 
 class Deferred(torch.nn.Module):
@@ -208,8 +208,8 @@ def rotation_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any
     else:
         low = draw(steps(-180, 179, 0.1), label="low")
         degrees = (low, draw(steps(low + 1, 180, 0.1), label="high"))
-    found = {"degrees": degrees, "resample": mode if mode in MODES else "bilinear", "p": 1.0}
-    return found | ({"invalid": True, **_error_params(draw, mode)} if mode not in MODES else {})
+    found = {"degrees": degrees, "resample": mode if mode in WARP_MODES else "bilinear", "p": 1.0}
+    return found | ({"invalid": True, **_error_params(draw, mode)} if mode not in WARP_MODES else {})
 
 
 def _rotation(params: dict[str, Any]) -> torch.nn.Module:
@@ -269,11 +269,11 @@ def affine_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
         "translate": (draw(steps(0, 0.3, 0.01)), draw(steps(0, 0.3, 0.01))),
         "scale": scale,
         "shear": {"none": None, "one": draw(steps(0, 40, 0.1)), "xy": span(-40, 40, 0.1) + span(-40, 40, 0.1)}[shear],
-        "resample": mode if mode in MODES else "bilinear",
+        "resample": mode if mode in WARP_MODES else "bilinear",
         "fill": draw(fill, label="fill"),
         "p": 1.0,
     }
-    return found | ({"invalid": True, **_error_params(draw, mode)} if mode not in MODES else {})
+    return found | ({"invalid": True, **_error_params(draw, mode)} if mode not in WARP_MODES else {})
 
 
 def _affine(params: dict[str, Any]) -> torch.nn.Module:

@@ -58,10 +58,10 @@ from conformance import (
     versions,
 )
 from conformance.references import filters
+from conformance.spec.case_pieces import BLUR_FLOAT32, BLUR_FLOAT64, HOST_COPY, HOST_SPEC
 
 KERNELS = (1, 3, 5, 7, 9, 11)
 SIGMA_STEPS = (10, 300)  # sigma in [0.10, 3.00] in steps of 0.01 (the grid the OpenCV bound was computed on)
-HOST = "a host library: the image is copied to host memory and back"
 PILLOW_RADIUS = 2.0  # ImageFilter.GaussianBlur(radius=2): "radius: standard deviation of the Gaussian kernel"
 # Pillow 13 refuses a NaN radius; 12.3 (the lent GPU machine's) segfaults on one, so there it is not drawn
 PILLOW_NAN_CRASHES = versions.below("Pillow", "13")
@@ -311,18 +311,6 @@ BFLOAT16 = Tolerance(
     reason="as float16's with bfloat16's 2^-8: 8 roundings on values up to 1.5 bound it at 4.7e-2; measured max "
     "1.14e-2 (v1), 7.8e-3 (v2), 3.9e-3 (kornia) in 300 cases",
 )
-FLOAT32 = Tolerance(
-    "float32-accumulation",
-    atol=1e-5,
-    rtol=1e-6,
-    reason="float32 kernel (exp, normalisation) and up to 121 products summed in float32 on values up to 1.5: the "
-    "summation bound is 120 x 6e-8 x 1.5 = 1.1e-5; measured max 7.5e-7 (torchvision), 8.3e-6 (OpenCV)",
-)
-FLOAT64 = Tolerance(
-    "float64-accumulation",
-    atol=2e-14,
-    reason="the float32 bound in float64: 120 x 1.1e-16 x 1.5 = 2e-14; measured max 1.55e-15 (v1; 300 cases)",
-)
 KORNIA_UINT8 = Tolerance(
     "float32-of-uint8-levels",
     atol=2e-3,
@@ -348,8 +336,8 @@ TOLERANCES = [
     Rule(UINT16, dtype="uint16"),
     Rule(FLOAT16, dtype="float16"),
     Rule(BFLOAT16, dtype="bfloat16"),
-    Rule(FLOAT32, dtype="float32"),
-    Rule(FLOAT64, dtype="float64"),
+    Rule(BLUR_FLOAT32, dtype="float32"),
+    Rule(BLUR_FLOAT64, dtype="float64"),
 ]
 HALF_AND_DOUBLE = ("float16", "bfloat16", "float32", "float64")
 KORNIA_UINT8_PATH = not versions.below("kornia", "0.9")  # 0.9 documents float32 output for integer input
@@ -438,7 +426,7 @@ GAUSSIAN_BLUR = Operation(
             call=pillow_image_op(_pillow),
             dtypes=("uint8",),  # "image has wrong mode" for every mode but the 8-bit ones
             defaults={"sigma": PILLOW_RADIUS},
-            host_only=HOST,
+            host_only=HOST_COPY,
             not_applicable=dict.fromkeys(
                 ("even-kernel", "kernel-zero", "kernel-negative", "kernel-too-large"), NO_KERNEL_SIZE
             )
@@ -446,11 +434,7 @@ GAUSSIAN_BLUR = Operation(
             accepts={"sigma-zero": PILLOW_RADIUS_ZERO},
             raises=PILLOW_NAN.get("raises", {}),
             # sigma-negative: undeclared (a negative radius blurs as its absolute value: a known issue)
-            spec={
-                "features": blur_features({"sigma": PILLOW_RADIUS}),
-                "keeps_memory_format": False,
-                "host_transfers": HOST,
-            },
+            spec={"features": blur_features({"sigma": PILLOW_RADIUS}), **HOST_SPEC},
         ),
         Implementation(
             library=OPENCV,
@@ -460,17 +444,12 @@ GAUSSIAN_BLUR = Operation(
             raises={"even-kernel": CV2_ERROR},
             # kernel-negative, kernel-too-large, sigma-nan: undeclared (results: known issues)
             accepts={"kernel-zero": OPENCV_KSIZE_ZERO, "sigma-zero": OPENCV_SIGMA, "sigma-negative": OPENCV_SIGMA},
-            host_only=HOST,
+            host_only=HOST_COPY,
             tolerances=[
                 Rule(OPENCV_8BIT, check="reference", dtype="uint8"),
                 Rule(OPENCV_16BIT, check="reference", dtype="uint16"),
             ],
-            spec={
-                "features": blur_features({"sigma": documented_sigma}),
-                "keeps_memory_format": False,
-                "host_transfers": HOST,
-                "needs": ("cv2.GaussianBlur",),
-            },
+            spec={"features": blur_features({"sigma": documented_sigma}), **HOST_SPEC, "needs": ("cv2.GaussianBlur",)},
         ),
     ],
 )

@@ -36,6 +36,7 @@ from conformance import (
     kornia_parameters,
 )
 from conformance.references import filters
+from conformance.spec.case_pieces import BLUR_FLOAT32, BLUR_FLOAT64
 
 KERNELS = (1, 3, 5, 7, 9, 11)
 SIGMA_STEPS = (10, 300)  # sigma in [0.10, 3.00] in steps of 0.01, as the functionals' cases
@@ -44,19 +45,6 @@ try:
     from kornia.core.exceptions import BaseError as KORNIA_ERROR
 except ImportError:  # an older kornia: its checks raise plain exceptions
     KORNIA_ERROR = Exception
-# The functionals' tolerances (cases/test_blur.py; docs/tolerances.md lists them once): this output is gaussian_blur2d's
-FLOAT32 = Tolerance(
-    "float32-accumulation",
-    atol=1e-5,
-    rtol=1e-6,
-    reason="float32 kernel (exp, normalisation) and up to 121 products summed in float32 on values up to 1.5: the "
-    "summation bound is 120 x 6e-8 x 1.5 = 1.1e-5; measured max 7.5e-7 (torchvision), 8.3e-6 (OpenCV)",
-)
-FLOAT64 = Tolerance(
-    "float64-accumulation",
-    atol=2e-14,
-    reason="the float32 bound in float64: 120 x 1.1e-16 x 1.5 = 2e-14; measured max 1.55e-15 (v1; 300 cases)",
-)
 
 
 def _fitting(side: int) -> list[int]:
@@ -139,7 +127,7 @@ RANDOM_GAUSSIAN_BLUR = OpSpec(
     mode_recipes=lambda dtype, mode: image_recipes(
         dtype, channels=(3, 1, 4, 2), min_batch_dims=1, max_batch_dims=1, max_side=48 if mode == "default" else 16
     ),
-    tolerances=[Rule(FLOAT32, dtype="float32"), Rule(FLOAT64, dtype="float64")],
+    tolerances=[Rule(BLUR_FLOAT32, dtype="float32"), Rule(BLUR_FLOAT64, dtype="float64")],  # the functionals'
     features=lambda case: {"kernel_x": case.params["kernel_size"][0], "kernel_y": case.params["kernel_size"][1]},
     keeps_memory_format=False,
     needs=("kornia.augmentation.RandomGaussianBlur",),

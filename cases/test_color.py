@@ -66,12 +66,11 @@ from conformance import (
     to_float64,
 )
 from conformance.references import color
+from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC
 
 DTYPES = ("uint8", "uint16", "float16", "bfloat16", "float32", "float64")
 KORNIA_DTYPES = ("float16", "bfloat16", "float32", "float64")  # its blend twins refuse integer images
 TV1_DTYPES = ("uint8", "float16", "bfloat16", "float32", "float64")  # uint16 through v2 (v1 shares its arithmetic)
-HOST = "a host library: the image is copied to host memory and back"
-HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
 KORNIA_SPEC = {"keeps_memory_format": False}  # kornia returns new contiguous tensors
 TV_SPEC = {"pil_input": TORCHVISION_PIL}
 IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
@@ -263,7 +262,7 @@ def _blends(param: str, v2, v1, kornia_name: str, kornia_other: str, enhance: st
             dtypes=("uint8",),
             modes=(),  # error modes only: the valid modes' PIL images are the `pil` items
             accepts={FOUR: Accepted(DOCS["tv-pil-channels"])},  # RGBA: Pillow's blend, alpha kept
-            host_only=HOST,
+            host_only=HOST_COPY,
             description=f"torchvision v2 {v2.__name__} given a PIL image (its PIL path)",
             spec=HOST_SPEC,
         ),
@@ -282,7 +281,7 @@ def _blends(param: str, v2, v1, kornia_name: str, kornia_other: str, enhance: st
             dtypes=("uint8",),
             # RGBA: the alpha is kept (not the reference's blend of it): only the reference-free checks
             accepts={NEGATIVE: Accepted(DOCS["pillow-negative"], meaning=SAME), FOUR: Accepted(DOCS["pillow-modes"])},
-            host_only=HOST,
+            host_only=HOST_COPY,
             description=f"Pillow ImageEnhance.{enhance} (8-bit modes L, RGB and RGBA)",
             spec=HOST_SPEC,
         ),
@@ -309,7 +308,7 @@ BRIGHTNESS = _adjustment(
         Implementation(
             library=OPENCV,
             dtypes=("uint8",),
-            host_only=HOST,
+            host_only=HOST_COPY,
             call=per_host_image(lambda image, p: _cv2().convertScaleAbs(image, alpha=p["brightness_factor"])),
             accepts={
                 NEGATIVE: Accepted(
@@ -580,7 +579,7 @@ GRAYSCALE = Operation(
             modes=("one",),
             defaults=ONE,
             dtypes=("uint8",),
-            host_only=HOST,
+            host_only=HOST_COPY,
             accepts={FOUR: Accepted(DOCS["pillow-gray"], meaning=SAME)},
             not_applicable=NO_CHANNEL_COUNT,
             call=_one_channel(pillow_image_op(lambda picture, p: picture.convert("L"))),
@@ -593,7 +592,7 @@ GRAYSCALE = Operation(
             modes=("one",),
             dtypes=("uint8", "uint16", "float32"),
             defaults=ONE,
-            host_only=HOST,
+            host_only=HOST_COPY,
             accepts={FOUR: Accepted(DOCS["cv2-rgba-gray"], meaning=SAME)},
             not_applicable=NO_CHANNEL_COUNT,
             call=_one_channel(per_host_image(lambda image, p: _cv2().cvtColor(image, _cv2().COLOR_RGB2GRAY))),

@@ -50,9 +50,8 @@ from conformance import (
     to_float64,
 )
 from conformance.references import color
+from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC
 
-HOST = "a host library: the image is copied to host memory and back"
-HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
 KORNIA_DTYPES = ("float16", "bfloat16", "float32", "float64")  # "Expected input of [torch.bfloat16, ...]"
 IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
 TURN = 2 * math.pi
@@ -200,7 +199,7 @@ RGB_TO_HSV = Operation(
             library=OPENCV,
             call=per_host_image(_opencv_rgb_to_hsv),
             dtypes=("float32",),
-            host_only=HOST,
+            host_only=HOST_COPY,
             description="cv2.cvtColor(COLOR_RGB2HSV) (float), hue / 360",
             spec=HOST_SPEC,
         ),
@@ -208,7 +207,7 @@ RGB_TO_HSV = Operation(
             library=PILLOW,
             call=per_host_image(_pillow_rgb_to_hsv),
             dtypes=("uint8",),
-            host_only=HOST,
+            host_only=HOST_COPY,
             description="Pillow Image.convert('HSV'), 0..255 / 255",
             spec=HOST_SPEC,
         ),
@@ -299,7 +298,7 @@ HSV_TO_RGB = Operation(
             library=OPENCV,
             call=per_host_image(_opencv_hsv_to_rgb),
             dtypes=("float32",),
-            host_only=HOST,
+            host_only=HOST_COPY,
             description="cv2.cvtColor(COLOR_HSV2RGB) (float), hue x 360",
             spec=HOST_SPEC,
         ),
@@ -308,7 +307,7 @@ HSV_TO_RGB = Operation(
             library=PILLOW,
             call=per_host_image(_pillow_hsv_to_rgb),
             dtypes=("uint8",),
-            host_only=HOST,
+            host_only=HOST_COPY,
             description="Pillow 'HSV' image .convert('RGB')",
             spec=HOST_SPEC,
         ),

@@ -55,12 +55,10 @@ from conformance import (
     stored_fill,
 )
 from conformance.references import perspective, warp
+from conformance.spec.case_pieces import WARP_MODES, warp_variants
 from conformance.spec.libraries import SUFFIXES
 
-MODES = ("nearest", "bilinear")
-VALID = [(d, m) for d in ("uint8", "uint16", "float32") for m in MODES] + [
-    (d, "bilinear") for d in ("float64", "float16", "bfloat16")
-]
+VALID = warp_variants()
 INVALID = {"displacement-shape": "a displacement field one row taller than the image"}
 RECIPES = partial(image_recipes, channels=(3, 1, 4, 2), max_side=48, max_batch_dims=1)
 pixels = st.one_of(st.just(0.0), st.integers(-3, 3).map(float), st.decimals(-3, 3, places=2).map(float))
@@ -108,7 +106,7 @@ def _positions_features(u: np.ndarray, v: np.ndarray, case: Case, nearest: bool)
 def elastic_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     return {
         "wave": draw(waves(), label="wave"),
-        "interpolation": mode if mode in MODES else "bilinear",
+        "interpolation": mode if mode in WARP_MODES else "bilinear",
         "fill": draw(fills(recipe.dtype), label="fill"),
         **({"taller": 1} if mode == "displacement-shape" else {}),
     }
@@ -242,12 +240,12 @@ ELASTIC = Operation(
     reference=elastic_reference,
     params=elastic_params,
     dtypes=("uint8", "uint16", "float16", "bfloat16", "float32", "float64"),
-    modes=MODES,
+    modes=WARP_MODES,
     invalid=INVALID,
     variants=[*VALID, ("float32", "displacement-shape")],
     tolerances=TOLERANCES,
     recipes=RECIPES,
-    optional=lambda mode: ("interpolation", "fill") if mode in MODES else (),
+    optional=lambda mode: ("interpolation", "fill") if mode in WARP_MODES else (),
     spec={"features": elastic_features},
     gradient=GRADIENT,
     implementations=[
@@ -272,7 +270,7 @@ def kornia_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
         "sigma": [draw(sigma), draw(sigma)],
         "alpha": [draw(alpha), draw(alpha)],
         "align_corners": draw(st.booleans(), label="align_corners"),
-        "interpolation": mode if mode in MODES else "bilinear",
+        "interpolation": mode if mode in WARP_MODES else "bilinear",
         "padding_mode": draw(st.sampled_from(("zeros", "border")), label="padding_mode"),
         **({"taller": 1} if mode == "displacement-shape" else {}),
     }
@@ -336,7 +334,7 @@ ELASTIC_KORNIA = Operation(
     reference=kornia_reference,
     params=kornia_params,
     dtypes=("float32", "float64"),
-    modes=MODES,
+    modes=WARP_MODES,
     invalid=INVALID,
     variants=[
         ("float32", "nearest"),

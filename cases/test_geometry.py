@@ -40,8 +40,6 @@ from conformance import (
     Implementation,
     Operation,
     Recipe,
-    Rule,
-    Tolerance,
     batched,
     empty_recipes,
     image_recipes,
@@ -53,6 +51,7 @@ from conformance import (
     versions,
 )
 from conformance.references import geometry
+from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC, pixel_copy_rules
 
 Call = Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]
 # torchvision copies pixels in every dtype (v2: "[..., C, H, W]", no dtype named); numpy (OpenCV) has no bfloat16;
@@ -61,27 +60,12 @@ DTYPES = ("uint8", "uint16", "float16", "bfloat16", "float32", "float64")
 BASE = ("uint8", "float32")  # the dtypes of an op's secondary modes
 OPENCV_DTYPES = ("uint8", "uint16", "float16", "float32", "float64")
 PILLOW_DTYPES = ("uint8", "uint16", "float32")
-# where the measured maximum comes from: docs/tolerances.md for the dtypes drawn before, a deep sweep for the others
-MEASURED = {"uint8": "docs/tolerances.md", "float32": "docs/tolerances.md"}
-MEASURED_NEW = "benchmarks/calibrate.py -n 300 per variant, cpu and vcuda:0"
-EXACT = [
-    Rule(
-        Tolerance(
-            "exact",
-            reason=f"every output pixel is a copy of one {dtype} input pixel or the fill value, which {dtype} holds: "
-            f"bound 0; measured max 0 outside the known issues ({MEASURED.get(dtype, MEASURED_NEW)})",
-        ),
-        dtype=dtype,
-    )
-    for dtype in DTYPES
-]
+EXACT = pixel_copy_rules(DTYPES)
 # torch's cpu flip (hflip, vflip and v2 rotate's rot90 fast path) takes uint16 in 2.15, where 2.11 raises
 # NotImplementedError "flip_cpu" not implemented for 'UInt16' (seen on a GPU machine; CUDA's came with pytorch#137781)
 FLIP_UINT16 = versions.satisfies("torch", ">=2.15")
 FLIP_DTYPES = tuple(d for d in DTYPES if FLIP_UINT16 or d != "uint16")
 FLIP_NARROWED = {} if FLIP_UINT16 else {"narrowed": "torch < 2.15: no uint16 (its cpu flip has no uint16 kernel)"}
-HOST = "a host library: the image is copied to host memory and back"
-HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
 KORNIA_SPEC = {"keeps_memory_format": False}  # kornia does not promise to keep layouts
 TV_SPEC = {"pil_input": TORCHVISION_PIL}  # torchvision's functionals take PIL images too: the `pil` check
 TV_FLIP_SPEC = {**TV_SPEC, **FLIP_NARROWED}
@@ -184,14 +168,14 @@ def _flip(
                 library=PILLOW,
                 call=pillow_op(lambda picture, p: picture.transpose(lazy("PIL.Image").Transpose[pillow])),
                 dtypes=PILLOW_DTYPES,
-                host_only=HOST,
+                host_only=HOST_COPY,
                 spec=HOST_SPEC,
             ),
             Implementation(
                 library=OPENCV,
                 call=per_host_image(lambda image, p: lazy("cv2").flip(image, opencv_code)),
                 dtypes=OPENCV_DTYPES,
-                host_only=HOST,
+                host_only=HOST_COPY,
                 spec=opencv_spec("flip"),
             ),
         ],
@@ -264,13 +248,13 @@ QUARTER_TURNS = Operation(
             spec=TV_SPEC,
         ),
         Implementation(
-            library=PILLOW, call=pillow_op(_pillow_turns), dtypes=PILLOW_DTYPES, host_only=HOST, spec=HOST_SPEC
+            library=PILLOW, call=pillow_op(_pillow_turns), dtypes=PILLOW_DTYPES, host_only=HOST_COPY, spec=HOST_SPEC
         ),
         Implementation(
             library=OPENCV,
             call=per_host_image(_opencv_turns),
             dtypes=OPENCV_DTYPES,
-            host_only=HOST,
+            host_only=HOST_COPY,
             spec=opencv_spec("rotate"),
         ),
     ],
@@ -361,7 +345,7 @@ CROP = Operation(
             ),
             dtypes=PILLOW_DTYPES,
             raises={"negative-size": ValueError},  # "Coordinate 'right' is less than 'left'"
-            host_only=HOST,
+            host_only=HOST_COPY,
             spec=HOST_SPEC,
         ),
     ],
@@ -611,7 +595,7 @@ PAD = Operation(
                 "reflect-too-wide": "ImageOps.expand pads with a colour only: it has no mirror mode",
                 "mirror-empty-image": "ImageOps.expand pads with a colour only: no pixel of the image is repeated",
             },
-            host_only=HOST,
+            host_only=HOST_COPY,
             spec=HOST_SPEC,
         ),
         Implementation(
@@ -625,7 +609,7 @@ PAD = Operation(
                 "mirror-empty-image": "not drawn: copyMakeBorder never returns on an empty image in its mirror modes "
                 "(a native loop the harness cannot stop; docs/findings.md#opencv-pads-an-empty-image-forever)"
             },
-            host_only=HOST,
+            host_only=HOST_COPY,
             spec=opencv_spec("copyMakeBorder"),
         ),
     ],

@@ -30,29 +30,15 @@ from conformance import (
     Operation,
     OpSpec,
     Recipe,
-    Rule,
-    Tolerance,
     image_recipes,
     keywords,
     kornia_parameters,
 )
 from conformance.references import geometry
+from conformance.spec.case_pieces import pixel_copy_rules
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
-# where the measured maximum comes from: docs/tolerances.md for the dtypes drawn before, a deep sweep for the others
-MEASURED = {"uint8": "docs/tolerances.md", "float32": "docs/tolerances.md"}
-MEASURED_NEW = "benchmarks/calibrate.py -n 300 per variant, cpu and vcuda:0"
-EXACT = [
-    Rule(
-        Tolerance(
-            "exact",
-            reason=f"every output pixel is a copy of one {dtype} input pixel or the fill value, which {dtype} holds: "
-            f"bound 0; measured max 0 outside the known issues ({MEASURED.get(dtype, MEASURED_NEW)})",
-        ),
-        dtype=dtype,
-    )
-    for dtype in DTYPES
-]
+EXACT = pixel_copy_rules(DTYPES)
 P_INVALID = "p outside [0, 1] (a probability)"
 RECIPES = partial(image_recipes, channels=(3, 1, 4), min_batch_dims=1, max_batch_dims=1, max_side=48)
 SELECTED = (1.0, 1.0)  # p=1: every image of the batch is selected

@@ -57,16 +57,14 @@ from conformance import (
     stored_fill,
 )
 from conformance.references import perspective, warp
+from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC, WARP_MODES, WARP_NEAREST_EXACT, warp_variants
 from conformance.spec.libraries import SUFFIXES
 
-MODES = ("nearest", "bilinear")
-HALF = ("float16", "bfloat16")
-VALID = [(d, m) for d in ("uint8", "uint16", "float32") for m in MODES] + [(d, "bilinear") for d in ("float64", *HALF)]
+VALID = warp_variants()
 INVALID = {
     "points-not-four": "three end points (torchvision: 'Please provide exactly four corners')",
     "points-degenerate": "end points that determine no homography: two equal, or three on one line",
 }
-HOST = "a host library: the image is copied to host memory and back"
 RECIPES = partial(image_recipes, channels=(3, 1, 4, 2), max_side=48, max_batch_dims=1)
 
 
@@ -116,7 +114,7 @@ def perspective_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, 
     return {
         "startpoints": corners(height, width),
         "endpoints": ends,
-        "interpolation": mode if mode in MODES else "nearest",
+        "interpolation": mode if mode in WARP_MODES else "nearest",
         "fill": draw(fills(recipe.dtype), label="fill"),
     }
 
@@ -256,11 +254,6 @@ def _opencv(image: np.ndarray, p: dict[str, Any]) -> np.ndarray:
 
 
 # -- tolerances --------------------------------------------------------------------------------------
-EXACT = Tolerance(
-    "exact",
-    reason="nearest copies one input pixel or the fill: any difference is another pixel. Samples on or near cell "
-    "edges are known issues (ties), not a tolerance",
-)
 PILLOW_TRUNCATES = Tolerance(
     "pillow-truncates",
     atol=1,
@@ -282,8 +275,8 @@ def _half(name: str, ulp: float) -> Tolerance:
 
 
 TOLERANCES = [
-    Rule(EXACT, mode="nearest"),
-    Rule(EXACT, mode="points-*"),
+    Rule(WARP_NEAREST_EXACT, mode="nearest"),
+    Rule(WARP_NEAREST_EXACT, mode="points-*"),
     Rule(PILLOW_TRUNCATES, check="pil", dtype="uint8", mode="bilinear"),
     Rule(
         Tolerance(
@@ -341,7 +334,7 @@ OPENCV_FIXED_WEIGHTS = [
 def _split(library: str, call: Any, default: str, **fields: Any) -> list[Implementation]:
     """The library's implementation for its default interpolation (which a case may leave out) and, suffixed with
     the other one, one that always passes it (test_affine.py's split).  Both get the error modes."""
-    other = MODES[1 - MODES.index(default)]
+    other = WARP_MODES[1 - WARP_MODES.index(default)]
     defaults = {"fill": 0}
     return [
         Implementation(
@@ -359,7 +352,6 @@ def _split(library: str, call: Any, default: str, **fields: Any) -> list[Impleme
 
 
 TV_RAISES = {"points-not-four": ExpectedError("torchvision checks the count", ValueError, match="four corners")}
-HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
 NO_POINTS = {
     "points-not-four": "it takes the 8 coefficients, which this module solves from the points",
     "points-degenerate": "it takes the 8 coefficients, which this module solves from the points",
@@ -371,14 +363,14 @@ PERSPECTIVE = Operation(
     reference=reference,
     params=perspective_params,
     dtypes=("uint8", "uint16", "float16", "bfloat16", "float32", "float64"),
-    modes=MODES,
+    modes=WARP_MODES,
     invalid=INVALID,
     variants=[*VALID, ("float32", "points-not-four"), ("float32", "points-degenerate")],
     tolerances=TOLERANCES,
     recipes=RECIPES,
     # Documented defaults: torchvision's interpolation BILINEAR and fill None (zeros); kornia's mode "bilinear" and
     # padding "zeros"; Pillow's resample NEAREST, no fillcolor (black); OpenCV's flags INTER_LINEAR, borderValue 0.
-    optional=lambda mode: ("interpolation", "fill") if mode in MODES else (),
+    optional=lambda mode: ("interpolation", "fill") if mode in WARP_MODES else (),
     spec={"features": features},
     gradient=Gradient(modes=("bilinear",)),  # linear in the image, as affine's (test_affine.py)
     implementations=[
@@ -398,7 +390,7 @@ PERSPECTIVE = Operation(
             dtypes=("uint8", "float32"),
             tolerances=[Rule(PILLOW_TRUNCATES, dtype="uint8", mode="bilinear")],
             not_applicable=NO_POINTS,
-            host_only=HOST,
+            host_only=HOST_COPY,
             spec=HOST_SPEC,
         ),
         *_split(
@@ -407,7 +399,7 @@ PERSPECTIVE = Operation(
             "bilinear",
             dtypes=("uint8", "uint16", "float32", "float64"),
             tolerances=OPENCV_FIXED_WEIGHTS,
-            host_only=HOST,
+            host_only=HOST_COPY,
             spec={**HOST_SPEC, "needs": ("cv2.warpPerspective",)},
         ),
     ],

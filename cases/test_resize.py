@@ -49,6 +49,7 @@ from conformance import (
     sides,
 )
 from conformance.references import resample
+from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC
 
 MODES = ("nearest", "nearest-exact", "bilinear", "bilinear-antialias", "bicubic", "bicubic-antialias")
 MAX_OUTPUT_SIDE = 300
@@ -370,8 +371,7 @@ TOLERANCES = [
     Rule(BFLOAT16, dtype="bfloat16"),
 ]
 
-HOST = "a host library: the image is copied to host memory and back"
-HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST, "timing": None}
+UNTIMED_HOST_SPEC = {**HOST_SPEC, "timing": None}
 # torchvision documents antialias=True (v2 from 0.17; v1's default changed from None to True in 0.17)
 # and interpolation=BILINEAR; kornia documents interpolation="bilinear"; OpenCV documents INTER_LINEAR.
 TORCHVISION_DEFAULTS = {"antialias": True, "interpolation": "bilinear"}
@@ -459,8 +459,8 @@ RESIZE_OPERATION = Operation(
             modes=PILLOW_MODES,
             raises={"size-zero": ValueError, "size-negative": ValueError, "size-three": TypeError},
             not_applicable={"max-size-not-greater": "Image.resize takes no max_size"},
-            host_only=HOST,
-            spec=HOST_SPEC,
+            host_only=HOST_COPY,
+            spec=UNTIMED_HOST_SPEC,
         ),
         Implementation(
             library=OPENCV,
@@ -471,8 +471,8 @@ RESIZE_OPERATION = Operation(
             tolerances=[Rule(OPENCV_FLOAT64, dtype="float64", mode="bi*")],
             raises=dict.fromkeys(("size-zero", "size-negative", "size-three", "empty-image"), CV2_ERROR),
             not_applicable={"max-size-not-greater": "cv2.resize takes no max_size"},
-            host_only=HOST,
-            spec=HOST_SPEC | {"needs": ("cv2.resize",)},
+            host_only=HOST_COPY,
+            spec=UNTIMED_HOST_SPEC | {"needs": ("cv2.resize",)},
         ),
     ],
 )

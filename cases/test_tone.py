@@ -55,6 +55,7 @@ from conformance import (
     versions,
 )
 from conformance.references import tone
+from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC
 
 DTYPES = ("uint8", "float32")
 WIDE = ("uint16", "float16", "bfloat16", "float64")  # torchvision v2 takes them (its kernels branch on the dtype)
@@ -69,8 +70,6 @@ SOLARIZE_V2 = (
     }
 )
 IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
-HOST = "a host library: the image is copied to host memory and back"
-HOST_SPEC = {"keeps_memory_format": False, "host_transfers": HOST}
 KORNIA_SPEC = {"keeps_memory_format": False}  # kornia returns contiguous outputs
 TV_SPEC = {"pil_input": TORCHVISION_PIL}  # v1 and v2 functionals hand a PIL image to ImageOps
 FOUR = "four-channels"
@@ -240,7 +239,7 @@ def _pillow(function, **fields: Any) -> Implementation:
             lambda hwc, p: function(Image.fromarray(hwc.squeeze(-1) if hwc.shape[-1] == 1 else hwc), p),
         ),
         dtypes=("uint8",),
-        host_only=HOST,
+        host_only=HOST_COPY,
         spec=HOST_SPEC,
         raises={FOUR: OSError, **fields.pop("raises", {})},  # ImageOps: "not supported for mode RGBA" (ImageOps.py:88)
         **fields,
@@ -252,7 +251,7 @@ def _opencv(function, dtypes=("uint8",), **fields: Any) -> Implementation:
         library=OPENCV,
         call=_host_empty(per_host_image(function, channelwise=True), lambda hwc, p: function(hwc[..., :1], p)),
         dtypes=dtypes,
-        host_only=HOST,
+        host_only=HOST_COPY,
         spec={**HOST_SPEC, "needs": (f"cv2.{function.__name__}",)},
         not_applicable={
             FOUR: "the harness hands OpenCV one channel at a time (equalizeHist takes 8-bit "

@@ -1,0 +1,71 @@
+"""Pieces that several case modules share, written once: the warps' modes and the variants they draw, what a host
+library's implementation says about itself, the rules of ops that only copy pixels, and the gaussian blur's
+accumulation tolerances.  Case modules cannot import each other (each is collected on its own, and a user may copy
+one out), so what two families share lives here; a change here is a change for every family that imports it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from conformance.spec.tolerances import Rule, Tolerance
+
+# --- warps (affine, perspective, elastic, kornia's random affine) ---
+WARP_MODES = ("nearest", "bilinear")
+HALF = ("float16", "bfloat16")
+
+
+def warp_variants(both_modes: Sequence[str] = ("uint8", "uint16", "float32")) -> list[tuple[str, str]]:
+    """(dtype, mode) of a warp: nearest copies pixels, so a dtype matters there only for integer rounding; the
+    dtypes in `both_modes` draw both modes, float64 and the half types draw bilinear only."""
+    return [(d, m) for d in both_modes for m in WARP_MODES] + [(d, "bilinear") for d in ("float64", *HALF)]
+
+
+# nearest copies pixels: a warp's nearest modes are exact, and samples on cell edges are ties (known issues)
+WARP_NEAREST_EXACT = Tolerance(
+    "exact",
+    reason="nearest copies one input pixel or the fill: any difference is another pixel. Samples on or near cell "
+    "edges are known issues (ties), not a tolerance",
+)
+
+
+# --- host libraries (Pillow, OpenCV): they run on the cpu only ---
+HOST_COPY = "a host library: the image is copied to host memory and back"
+# an implementation's OpSpec fields: the copy to host memory is its promise, a new contiguous array its output
+HOST_SPEC: Mapping[str, Any] = MappingProxyType({"keeps_memory_format": False, "host_transfers": HOST_COPY})
+
+# --- ops that copy pixels (flips, crops, pads, rotations by quarter turns) ---
+# where the measured maximum comes from: docs/tolerances.md for the dtypes drawn before, a deep sweep for the others
+_MEASURED = {"uint8": "docs/tolerances.md", "float32": "docs/tolerances.md"}
+_MEASURED_LATER = "benchmarks/calibrate.py -n 300 per variant, cpu and vcuda:0"
+
+
+def pixel_copy_rules(dtypes: Sequence[str]) -> list[Rule]:
+    """An exact rule for each dtype: every output pixel is one input pixel or the fill, which the dtype holds."""
+    return [
+        Rule(
+            Tolerance(
+                "exact",
+                reason=f"every output pixel is a copy of one {dtype} input pixel or the fill value, which {dtype} "
+                f"holds: bound 0; measured max 0 outside the known issues ({_MEASURED.get(dtype, _MEASURED_LATER)})",
+            ),
+            dtype=dtype,
+        )
+        for dtype in dtypes
+    ]
+
+
+# --- the gaussian blur (torchvision's and OpenCV's functionals, kornia's gaussian_blur2d and its module) ---
+BLUR_FLOAT32 = Tolerance(
+    "float32-accumulation",
+    atol=1e-5,
+    rtol=1e-6,
+    reason="float32 kernel (exp, normalisation) and up to 121 products summed in float32 on values up to 1.5: the "
+    "summation bound is 120 x 6e-8 x 1.5 = 1.1e-5; measured max 7.5e-7 (torchvision), 8.3e-6 (OpenCV)",
+)
+BLUR_FLOAT64 = Tolerance(
+    "float64-accumulation",
+    atol=2e-14,
+    reason="the float32 bound in float64: 120 x 1.1e-16 x 1.5 = 2e-14; measured max 1.55e-15 (v1; 300 cases)",
+)
