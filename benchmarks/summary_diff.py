@@ -2,7 +2,8 @@
 refactor) is held to (issue 48).  Each group (machine, test, op, target, virtual, dtype, mode, check) of one run
 is compared with the same group of the other, field by field through the typed model, and the runs' totals and
 known-issue lists too.  The checkout's folder in a message (a warning names the file of the constant it saw
-uploaded) is not a difference: paths up to a `site-packages/` or a `cases/` folder are dropped first.
+uploaded) is not a difference: paths up to a `site-packages/` or a `cases/` folder are dropped first, and so is the
+line number after a case module's name (a refactor of the case module moves its lines, not its items).
 
     python benchmarks/summary_diff.py reports/before reports/after     # exit 0: the same; 1: what differs
 """
@@ -17,12 +18,13 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from conformance.store.aggregate import SummaryError, load_summary
 from conformance.store.summary_model import Group, Summary
+from conformance.store.summary_reader import SummaryError, load_summary
 
 GROUP_KEY = ("machine", "test", "op", "target", "virtual", "dtype", "mode", "check")
 RUN_FIELDS = ("complete", "totals", "unused_known_issues", "unreproduced_known_issues", "interrupted")
 CHECKOUT = re.compile(r"\S*/(?=site-packages/|cases/)")  # a path's folders up to one the runs share
+CASE_LINE = re.compile(r"(cases/[\w/]+\.py):\d+")  # a case module's line in a message: a refactor moves lines
 
 
 def _key(group: Group) -> tuple[Any, ...]:
@@ -30,9 +32,10 @@ def _key(group: Group) -> tuple[Any, ...]:
 
 
 def _portable(value: Any) -> Any:
-    """The value with checkout paths dropped from its strings (also in mapping keys and lists)."""
+    """The value with checkout paths and case-module line numbers dropped from its strings (also in mapping keys
+    and lists)."""
     if isinstance(value, str):
-        return CHECKOUT.sub("", value)
+        return CASE_LINE.sub(r"\1", CHECKOUT.sub("", value))
     if isinstance(value, Mapping):
         return {_portable(k): _portable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

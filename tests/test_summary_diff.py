@@ -13,7 +13,7 @@ summary_diff = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(summary_diff)
 
 
-def _group(check: str, verdict: str = "pass", cases: int = 3, where: str = "/home/a/repo") -> dict:
+def _group(check: str, verdict: str = "pass", cases: int = 3, where: str = "/home/a/repo", line: int = 12) -> dict:
     return {
         "machine": "",
         "family": "resize",
@@ -29,7 +29,7 @@ def _group(check: str, verdict: str = "pass", cases: int = 3, where: str = "/hom
         "counts": {verdict: cases},
         "worst": None,
         "known_issues": [],
-        "warnings": {f"uploads a constant at {where}/cases/test_resize.py:12 in op": cases}
+        "warnings": {f"uploads a constant at {where}/cases/test_resize.py:{line} in op": cases}
         if check == "upload"
         else {},
     }
@@ -55,6 +55,15 @@ def test_the_same_items_in_another_checkout_are_the_same():
     before = Summary.from_json(_summary(_group("reference"), _group("upload", "warning")))
     after = Summary.from_json(_summary(_group("reference"), _group("upload", "warning", where="/tmp/clone")))
     assert summary_diff.differences(before, after) == {}
+
+
+def test_a_case_module_line_that_moved_is_no_difference_another_message_is():
+    before = Summary.from_json(_summary(_group("upload", "warning")))
+    moved = Summary.from_json(_summary(_group("upload", "warning", line=40)))
+    assert summary_diff.differences(before, moved) == {}
+    elsewhere = _group("upload", "warning")
+    elsewhere["warnings"] = {"uploads a constant at /home/a/repo/cases/test_blur.py:12 in op": 3}  # another module
+    assert set(summary_diff.differences(before, Summary.from_json(_summary(elsewhere)))) == {"warnings"}
 
 
 def test_a_verdict_a_count_and_a_lost_item_are_each_named():
