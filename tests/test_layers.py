@@ -45,10 +45,11 @@ def test_an_upward_import_breaks_the_contract_naming_both_modules(tmp_path):
 
 # what differs per kind of target is the target's own (a method or attribute): no module outside devices/ tests a
 # target's name or type (issue 40's grep, kept) or reads what kind it is (issue 48: `.virtual`, `.compiled`,
-# `.cpu_path`, an ISA `level`); a record or report reads the target's facts (conformance.devices.facts)
+# `.cpu_path`, an ISA `level`, `.is_accelerator`: a check asks what it can do, e.g. `moves_inputs`); a record or
+# report reads the target's facts (conformance.devices.facts)
 TARGET_TESTS = re.compile(
     r'startswith\("(vcuda|cpu:)|IsaTarget|getattr\(targ|getattr\(t, "level"|endswith\("\+compile"\)'
-    r"|\b(target|t|run\.targets\[[^]]+\])\.(virtual|compiled|cpu_path|level)\b(?!\.)"
+    r"|\b(target|t|run\.targets\[[^]]+\])\.(virtual|compiled|cpu_path|level|is_accelerator)\b(?!\.)"
 )
 
 

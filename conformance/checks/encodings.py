@@ -44,7 +44,7 @@ def trials(entry: Entry, dtype: str, target: Target, image_shape: tuple[int, ...
     found = []
     for name, value in entry.arguments.items():
         if name in declared:
-            made = encodings(value, declared[name], float_dtype, target.is_accelerator, image_shape)
+            made = encodings(value, declared[name], float_dtype, target.moves_inputs, image_shape)
             found += [(name, encoding) for encoding in made]
     return found
 

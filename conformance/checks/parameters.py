@@ -62,8 +62,7 @@ def floating_parameters(entry: Entry, image_shape: tuple[int, ...]) -> dict[str,
 
 def _output(ctx: CaseContext, entry: Entry, name: str, value: torch.Tensor) -> Any:
     image = ctx.source.dense.double()  # differences in float64 whatever the case's float dtype
-    moved = ctx.target.put(value) if ctx.target.is_accelerator else value
-    run = given(ctx, entry, {name: moved}, ctx.sampled, image=image)
+    run = given(ctx, entry, {name: ctx.target.place(value)}, ctx.sampled, image=image)
     if run is None or run.error is not None or not isinstance(run.output, torch.Tensor):
         return None
     return run.output

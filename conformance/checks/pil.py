@@ -88,9 +88,7 @@ def check_pil(ctx: CaseContext) -> CheckOutcome | None:
 
 def _applies(spec: OpSpec, target: Target, mode: str) -> bool:
     """On the host cpu itself (a PIL image lives on the host), for a function that documents PIL input."""
-    return (
-        bool(spec.pil_input) and target.twin is None and not target.is_accelerator and valid_inputs(spec, target, mode)
-    )
+    return bool(spec.pil_input) and target.twin is None and not target.moves_inputs and valid_inputs(spec, target, mode)
 
 
 register(

@@ -147,7 +147,7 @@ def valid_inputs(spec: OpSpec, target: Target, mode: str) -> bool:
 
 
 def on_accelerator(spec: OpSpec, target: Target, mode: str) -> bool:
-    return target.is_accelerator and valid_inputs(spec, target, mode)
+    return target.moves_inputs and valid_inputs(spec, target, mode)
 
 
 def compared_with_cpu(spec: OpSpec, target: Target, mode: str) -> bool:

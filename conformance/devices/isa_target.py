@@ -10,9 +10,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from conformance.devices import isa, isa_feed, isa_start
+from conformance.devices.cpu_elsewhere import CpuElsewhereTarget
 from conformance.devices.facts import ScriptDevice
 from conformance.devices.isa import ENV, lower_levels
 from conformance.devices.placement import is_device_mix_error
@@ -23,7 +22,7 @@ from conformance.spec.recipes import Case
 
 
 @dataclass(frozen=True)
-class IsaTarget(Target):
+class IsaTarget(CpuElsewhereTarget):
     level: str = "default"
 
     cpu_path = True
@@ -33,18 +32,6 @@ class IsaTarget(Target):
     def script_device(self) -> ScriptDevice:
         """The cpu with this instruction set's kernels (ATEN_CPU_CAPABILITY)."""
         return ScriptDevice("cpu", self.level)
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
-
-    @property
-    def compared_with_cpu(self) -> bool:
-        return True
-
-    @property
-    def out_of_process(self) -> bool:
-        return True
 
     @property
     def child_environment(self) -> dict[str, str]:

@@ -69,6 +69,12 @@ class Target:
         return self.kind != "cpu"
 
     @property
+    def moves_inputs(self) -> bool:
+        """Its op reads tensors from memory apart from the host's (an accelerator): an input is moved there first,
+        a parameter tensor may be there or on the host, a PIL image (host memory) is never its input."""
+        return self.is_accelerator
+
+    @property
     def compared_with_cpu(self) -> bool:
         """Its outputs are checked against the cpu target's (accelerators, and cpu ISA paths)."""
         return self.is_accelerator
@@ -115,6 +121,10 @@ class Target:
     def put(self, value: Any) -> Any:
         """Move a tensor or module onto this target (a copy for tensors, in place for modules)."""
         return value.to(self.device)
+
+    def place(self, value: Any) -> Any:
+        """A value where this target's op reads it: moved when it has memory of its own, else the value itself."""
+        return self.put(value) if self.moves_inputs else value
 
     def fresh_copy(self, tensor: torch.Tensor) -> torch.Tensor:
         """A copy of a host tensor on this target that the op may change without touching the original."""

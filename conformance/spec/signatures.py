@@ -198,7 +198,7 @@ def shaped(value: Any, shape: tuple[str, ...], image_shape: tuple[int, ...], dty
 
 
 def encodings(
-    value: Any, accepts: Accepts, float_dtype: torch.dtype, on_accelerator: bool, image_shape: tuple[int, ...]
+    value: Any, accepts: Accepts, float_dtype: torch.dtype, moved: bool, image_shape: tuple[int, ...]
 ) -> Iterator[Encoding]:
     """The other encodings of `value` that the parameter declares it accepts (none for a tensor, a flag or None).
     A tensor takes the per-sample shape the docs give it, else 0-d for a number and 1-D for a tuple."""
@@ -215,7 +215,7 @@ def encodings(
         else:
             named = f"{'1-D' if numbers else '0-d'} {name} tensor"
             yield Encoding(f"{named} on the target", torch.tensor(value, dtype=dtype), on_target=True)
-            if on_accelerator and not numbers:  # a 0-d cpu tensor mixes with device tensors as a Python number does
+            if moved and not numbers:  # a 0-d cpu tensor mixes with a moved input as a Python number does
                 yield Encoding(f"{named} on the cpu", torch.tensor(value, dtype=dtype))
     if isinstance(value, float) and value.is_integer() and "int" in kinds:
         yield Encoding("int", int(value))

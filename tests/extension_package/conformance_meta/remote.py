@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection
 from typing import Any, ClassVar
 
-import torch
-
+from conformance.devices.cpu_elsewhere import CpuElsewhereTarget
 from conformance.devices.isa import error_class
 from conformance.devices.runs import OpRun
-from conformance.devices.targets import Target
 from conformance.spec.opspec import SOURCES, OpSpec, Sampled
 from conformance.spec.recipes import Case
 
@@ -59,20 +57,8 @@ def _end(server: subprocess.Popen[bytes], now: bool) -> None:
 
 
 @dataclass(frozen=True)
-class RemoteTarget(Target):
+class RemoteTarget(CpuElsewhereTarget):
     table_rank: ClassVar[float] = 6.0
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
-
-    @property
-    def compared_with_cpu(self) -> bool:
-        return True
-
-    @property
-    def out_of_process(self) -> bool:
-        return True
 
     def start(self, folder: str) -> dict[str, str]:
         path, key = os.path.join(folder, f"{self.name}.sock"), secrets.token_hex(16)
