@@ -1,4 +1,4 @@
-"""How one case flows through the harness's modules: from `ConformanceRun.check(spec, case)` down to the records, how
+"""How one case flows through the harness's modules: from `ConformanceRun.check` down to the records, how
 often the path climbs back up a layer or returns to a module it had left (issue 48: "a case flows down once").
 
 Each item runs in this process with one example (`-n 0 --max-examples=1`); while its first case is checked, every call
@@ -64,11 +64,10 @@ class Tracer:
         original = ConformanceRun.check
         tracer = self
 
-        def traced(run: Any, spec: Any, case: Any) -> None:
-            state = run.item
-            nodeid = state.info.nodeid if state is not None else "?"
+        def traced(run: Any, state: Any, spec: Any, case: Any) -> None:
+            nodeid = state.info.nodeid
             if nodeid in tracer.calls:
-                return original(run, spec, case)
+                return original(run, state, spec, case)
             found: list[tuple[str, str | None]] = []
             tracer.calls[nodeid] = found
 
@@ -92,7 +91,7 @@ class Tracer:
 
             sys.setprofile(profile)
             try:
-                return original(run, spec, case)
+                return original(run, state, spec, case)
             finally:
                 sys.setprofile(None)
 

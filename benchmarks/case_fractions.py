@@ -28,7 +28,7 @@ from pathlib import Path
 from conformance.checks.registry import value_checks
 from conformance.spec.issue_files import load
 from conformance.spec.known_issues import binomial_tail
-from conformance.store.aggregate import read_summary
+from conformance.store.summary_reader import read_summary
 
 MIN_CASES = 20
 Z = 1.645  # one-sided 95%

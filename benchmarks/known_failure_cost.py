@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance.store.aggregate import read_summary
+from conformance.store.summary_reader import read_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = '[[issue]]\nid = "shift"\nop = "shifted"\nlink = "https://example.org/shift"\nreason = "planted"\n'

@@ -20,8 +20,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from conformance.store.aggregate import read_summary
 from conformance.store.reader import read_outcomes
+from conformance.store.summary_reader import read_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = [

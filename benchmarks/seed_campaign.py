@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.store.aggregate import read_summary
 from conformance.store.examples import StoreError
+from conformance.store.summary_reader import read_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,13 +20,15 @@ from typing import NoReturn
 
 from conformance import launch
 from conformance.report.build import build_report
-from conformance.report.merge import MergeError, merge_runs, shard_notes
+from conformance.report.merge import merge_runs, shard_notes
+from conformance.report.merge_columns import MergeError
 from conformance.report.table import format_table
-from conformance.store.aggregate import load_summary, write_summary
+from conformance.store.aggregate import write_summary
 from conformance.store.examples import StoreError
 from conformance.store.prune import PruneError, prune
 from conformance.store.reader import was_complete
 from conformance.store.summary_model import Summary
+from conformance.store.summary_reader import load_summary
 from conformance.store.timings import DEFAULT_THRESHOLD, SHAPES
 from conformance.suite.stock import stock_cases
 

@@ -26,10 +26,11 @@ from typing import Any
 import pytest
 
 from conformance.engine import config as run_config
-from conformance.engine import interrupts, options, profiles
+from conformance.engine import interrupts, options, profiles, run_folders
 from conformance.launch import announce_run_dir
 from conformance.spec.handed import SWEEP_ENV
 from conformance.store.disk import DiskFull
+from conformance.store.summary_reader import load_summary
 from conformance.suite.stock import sweeps
 
 pytest_plugins = ("conformance.plugin_collection", "conformance.plugin_items")  # registered with this module
@@ -80,7 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # Nothing asked for yet: if the workers collect specs, they share one run folder (named, not created).
         from conformance.engine import distribute
 
-        state.run_dir = options.run_dir(config, validate=False)
+        state.run_dir = run_folders.run_dir(config, validate=False)
         distribute.configure(config, state.run_dir, None)
 
 
@@ -235,8 +236,8 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
         return
     if not controller or run_dir is None or not (run_dir / "outcomes").is_dir():
         return
+    # the report is imported at the run's end only: it imports torch, which an inert session never does
     from conformance.report.terminal import checked_nothing, finish_run_folder
-    from conformance.store.aggregate import load_summary
 
     try:
         state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)

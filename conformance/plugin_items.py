@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import unittest
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +22,35 @@ from conformance.store.printable import printable, shortened
 from conformance.suite.stock import command_path
 from conformance.watchdog import watch
 
+ITEM_STATE = pytest.StashKey[Any]()  # the running item's own state (engine.ledger.ItemState), from its start to its end
 
-@pytest.fixture(scope="session")
-def conformance_run(pytestconfig: pytest.Config) -> Any:
-    return run_of(pytestconfig)
+
+@dataclass(frozen=True)
+class ItemRun:
+    """What a spec test's body is handed as `conformance_run`: the run, as this one item.  The item's state is
+    the item's (begun in pytest_runtest_call, kept in its stash until its end), never the session's: nothing
+    reads a "current item"."""
+
+    run: Any  # conformance.engine.session.ConformanceRun
+    item: pytest.Item
+
+    def case_strategy(self, spec: Any, dtype: str, mode: str) -> Any:
+        return self.run.case_strategy(spec, dtype, mode)
+
+    def check(self, spec: Any, case: Any) -> None:
+        self.run.check(self.item.stash[ITEM_STATE], spec, case)
+
+
+@pytest.fixture
+def conformance_run(request: pytest.FixtureRequest) -> ItemRun:
+    """Per item (hypothesis' function-scoped-fixture health check is off for spec tests, conformance.engine.config
+    spec_settings): the same for each of the item's examples, which is what an item's state is."""
+    return ItemRun(run_of(request.config), request.node)
 
 
 def _item_info(item: pytest.Item) -> Any:
     """The engine's view of a conformance item (conformance.engine.ledger.ItemInfo), or None for another test."""
-    from conformance.engine.ledger import ItemInfo
+    from conformance.engine.ledger import ItemInfo  # here: the engine imports torch, an inert session does not
 
     spec = _spec_of(item)
     if spec is None or getattr(item, "callspec", None) is None:
@@ -127,20 +148,31 @@ def pytest_runtest_call(item: pytest.Item):
     spec = _spec_of(item)
     if spec is None:
         return (yield)
-    from conformance.engine.judgement import is_conformance_failure
     from conformance.spec.known_issues import KnownIssuesError
 
     run = run_of(item.config)
-    params = item.callspec.params  # type: ignore[attr-defined]
     if not run.knows_items:  # once: the session's items in run order
         run.learn_items(info for i in item.session.items if (info := _item_info(i)) is not None)
-    try:
-        skip = run.begin_item(_item_info(item))
-    except KnownIssuesError as exc:
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    info = _item_info(item)
+    skip = run.replay_mismatch(info)
     if skip is not None:
         pytest.skip(skip)
+    try:
+        state = item.stash[ITEM_STATE] = run.begin_item(info)
+    except KnownIssuesError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    try:
+        return (yield from _run_item(item, run, spec, state))
+    finally:
+        del item.stash[ITEM_STATE]  # its drawn cases and tallies go with its end
+
+
+def _run_item(item: pytest.Item, run: Any, spec: Any, state: Any) -> Any:
+    """The item's test call between its start and its end; pytest's outcome from the engine's `ItemEnd`."""
     from conformance.engine.case_sources import ERROR_MODE_EXAMPLES, fewer_examples
+    from conformance.engine.judgement import is_conformance_failure
+
+    params = item.callspec.params  # type: ignore[attr-defined]
 
     test = item.obj  # type: ignore[attr-defined]
     fewer = params["mode"] in spec.error_modes and not run.cfg.replay  # an invalid input: fewer cases
@@ -150,7 +182,7 @@ def pytest_runtest_call(item: pytest.Item):
     except BaseException as failure:
         stopped = interrupts.requested() is not None or interrupts.is_interrupt(failure)
         skipped = isinstance(failure, (unittest.SkipTest, pytest.skip.Exception))  # a target that cannot run it
-        run.end_item(passed=False, interrupted=stopped, raised=None if skipped else failure)
+        run.end_item(state, passed=False, interrupted=stopped, raised=None if skipped else failure)
         if stopped and not isinstance(failure, KeyboardInterrupt):  # e.g. inside hypothesis' exception group
             raise KeyboardInterrupt(interrupts.requested() or "interrupted") from failure
         warned = run.targets[params["target"]].finding_is_warning(run.cfg.virtual_findings)
@@ -159,9 +191,9 @@ def pytest_runtest_call(item: pytest.Item):
             pytest.xfail(f"virtual-target finding, a warning under --virtual-findings=warn: {first}")
         raise
     if interrupts.requested() is not None:  # the interrupt was lost on its way out (a finalizer swallowed it)
-        run.end_item(passed=False, interrupted=True)
+        run.end_item(state, passed=False, interrupted=True)
         interrupts.raise_if_requested()
-    ended = run.end_item(passed=True)
+    ended = run.end_item(state, passed=True)
     if ended.fail:
         pytest.fail(ended.fail, pytrace=False)
     if ended.warnings and run.cfg.fail_on_warning:
@@ -191,13 +223,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     from conformance.engine.judgement import ConformanceFailure
 
     run = run_of(pyfuncitem.config)
-    cases = run.plan()
+    state = pyfuncitem.stash[ITEM_STATE]
+    cases = run.plan(state)
     if cases is None and run.sources.saved_from is not None:
         option = "--cases-from" if run.cfg.cases_from is not None else "--baseline"
         pytest.skip(f"{option} {run.sources.saved_from} has no cases for this item")
     if cases is None:
         return None
-    planned = run.run_plan(cases)
+    planned = run.run_plan(state, cases)
     if planned is None:
         return True
     if planned.choices is None:

@@ -34,6 +34,8 @@ from typing import Any
 
 from conformance.devices import deadline
 from conformance.devices.deadline import SharedDeadline, grace_s
+from conformance.store import overruns
+from conformance.store.records import RecordWriter
 
 POLL_S = 0.2
 STOP_GRACE_S = 5.0  # after a stop, how long an op stuck in native code may go on before the run is ended
@@ -107,9 +109,6 @@ class Watched:
 
     def overran(self, limit_s: float, check: int) -> None:
         """The running call went past its limit and grace in native code: record it, then end the process."""
-        from conformance.store import overruns
-        from conformance.store.records import RecordWriter
-
         nodeid = overruns.current_item(self.run_dir, self.worker) or "?"
         found = overruns.running(self.run_dir, self.worker)
         case = found[1] if found is not None and found[0] == nodeid and found[2] == check else None
@@ -134,8 +133,6 @@ class Watched:
     def stopped(self, why: str) -> None:
         """A stop arrived while an op was stuck in native code, which it cannot reach: end the process, its item
         interrupted (a single process: the run, its summary marked incomplete)."""
-        from conformance.store import overruns
-
         nodeid = overruns.current_item(self.run_dir, self.worker) or "an item"
         said = f"conformance: {why} while {nodeid} was in native code, where a stop cannot act"
         try:
@@ -149,7 +146,9 @@ class Watched:
 
     def finish(self) -> str:
         """summary.json and the report, marked incomplete; what to say of them."""
-        from conformance.report.terminal import finish_run_folder
+        from conformance.report.terminal import (
+            finish_run_folder,  # here: it imports torch, which a watchdog never needs
+        )
 
         try:
             report, error = finish_run_folder(self.run_dir, interrupted=True)

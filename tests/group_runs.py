@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import conformance
-from conformance.store.aggregate import read_summary
+from conformance.store.summary_reader import read_summary
 
 REPO = Path(conformance.__file__).resolve().parents[1]  # the checkout whose conformance this session imports
 NOISE = ("conformance: torch", "conformance: imported", "conformance: cuda", "conformance: hypothesis", "platform ")

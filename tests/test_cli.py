@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conformance.launch import pytest_command
-from conformance.store.aggregate import read_summary
+from conformance.store.summary_reader import read_summary
 
 REPO = Path(__file__).resolve().parents[1]
 

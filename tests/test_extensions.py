@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.store.aggregate import read_summary
 from conformance.store.reader import read_outcomes
+from conformance.store.summary_reader import read_summary
 
 ROOT = Path(__file__).parents[1]
 PACKAGE = Path(__file__).parent / "extension_package"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import strategies as st
 
 from conformance import OMIT, PILLOW, TV2, Implementation, Operation, Rule, Tolerance, keywords
-from conformance.store.aggregate import read_summary
 from conformance.store.reader import read_outcomes
+from conformance.store.summary_reader import read_summary
 
 CASES = """
 import numpy as np

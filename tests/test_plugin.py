@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.store.aggregate import read_summary
 from conformance.store.reader import read_outcomes
+from conformance.store.summary_reader import read_summary
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
 QUICK = ["-p", "no:cacheprovider", "--hypothesis-profile=ci", "--max-examples=15", "--targets=cpu"]

@@ -12,7 +12,8 @@ from synthetic_runs import write_run
 
 from conformance.report.build import build_report
 from conformance.report.merge import merge_runs
-from conformance.store.aggregate import read_summary, write_summary_file
+from conformance.store.aggregate import write_summary_file
+from conformance.store.summary_reader import read_summary
 
 HOSTILE = "<script>alert('x')</script>\"'../../etc/passwd"
 

@@ -11,9 +11,10 @@ from synthetic_runs import write_run
 from conformance.cli import main as cli
 from conformance.report.build import build_report
 from conformance.report.merge import merge_runs
-from conformance.store.aggregate import SUMMARY_SCHEMA, SummaryError, summarize
+from conformance.store.aggregate import SUMMARY_SCHEMA, summarize
 from conformance.store.reader import ENDED, RunRecords, load_environment
 from conformance.store.summary_file import FLAT_SCHEMA, pack, unpack
+from conformance.store.summary_reader import SummaryError
 
 
 def _summary(run):

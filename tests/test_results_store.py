@@ -15,10 +15,11 @@ from conformance.cli import main as cli
 from conformance.report.build import build_report
 from conformance.report.table import format_table
 from conformance.spec.tolerances import Metrics, Tolerance
-from conformance.store.aggregate import SUMMARY_SCHEMA, read_summary, summarize, write_summary, write_summary_file
+from conformance.store.aggregate import SUMMARY_SCHEMA, summarize, write_summary, write_summary_file
 from conformance.store.reader import LoadedIssues
 from conformance.store.records import RecordWriter
 from conformance.store.summary_model import Summary
+from conformance.store.summary_reader import read_summary
 
 NODE = "cases/test_resize.py::test_resize[{target}-uint8-bilinear-{check}]"
 ENVIRONMENT = {"machine": "test", "packages": {}, "targets": [], "cuda": {}, "tf32": {}}

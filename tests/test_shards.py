@@ -14,8 +14,9 @@ from synthetic_runs import write_run
 
 from conformance.engine import shards
 from conformance.engine.ordering import variant_group
-from conformance.report.merge import MergeError, merge_runs
-from conformance.store.aggregate import read_summary
+from conformance.report.merge import merge_runs
+from conformance.report.merge_columns import MergeError
+from conformance.store.summary_reader import read_summary
 
 REPO = Path(__file__).resolve().parents[1]
 # One operation (normalize: four implementations sharing drawn cases), derandomised, on a real and a virtual target.

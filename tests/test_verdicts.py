@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from case_modules import copy_cases
 
-from conformance.store.aggregate import read_summary
 from conformance.store.reader import read_outcomes
+from conformance.store.summary_reader import read_summary
 
 HERE = Path(__file__).parent
 CASES = HERE.parent / "cases"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conformance.engine import distribute, options, profiles, shards
+from conformance.engine import distribute, options, profiles, run_folders, shards
 from conformance.engine.options import TARGETS_ENV, VIRTUAL_ENV
 
 # Options whose presence means the user asked for a conformance run (and their defaults).
@@ -126,7 +126,7 @@ def build(config: pytest.Config) -> RunConfig:
     workerinput = getattr(config, "workerinput", None)
     return RunConfig(
         targets=tuple(targets),
-        run_dir=options.run_dir(config),
+        run_dir=run_folders.run_dir(config),
         worker=workerinput["workerid"] if workerinput else "main",
         replay=replay,
         known_issue_files=issue_files,
@@ -166,10 +166,14 @@ def spec_settings(config: pytest.Config) -> Any:
     """The hypothesis settings spec tests run with: the profile the user chose with
     --hypothesis-profile, else ours (ci under $CI, dev otherwise), and --max-examples on top.
     Applied to each spec test, never loaded globally: other tests keep their own profile."""
-    from hypothesis import settings
+    from hypothesis import HealthCheck, settings
 
     chosen = config.getoption("hypothesis_profile", None)
     base = settings.get_profile(chosen) if chosen else settings.get_profile(profiles.default_profile())
+    # a spec test's `conformance_run` is its item's, the same for each example on purpose (plugin_items.ItemRun)
+    per_item = HealthCheck.function_scoped_fixture
+    if per_item not in base.suppress_health_check:
+        base = settings(base, suppress_health_check=[*base.suppress_health_check, per_item])
     max_examples = config.getoption("max_examples")
     if max_examples is not None:
         if max_examples < 1:

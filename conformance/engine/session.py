@@ -26,10 +26,10 @@ from conformance.engine.config import RunConfig
 from conformance.engine.issue_book import IssueBook
 from conformance.engine.judgement import ConformanceFailure, Judgement, failure_class, failure_message, judge
 from conformance.engine.ledger import ItemEnd, ItemInfo, ItemState, shown_warnings, verdict
-from conformance.engine.options import release_run_dir
 from conformance.engine.ordering import variant_group
 from conformance.engine.prefetch import IsaPrefetch
 from conformance.engine.recorder import CaseRecorder
+from conformance.engine.run_folders import release_run_dir
 from conformance.engine.worst import WorstCases
 from conformance.spec import known_issues as ki
 from conformance.spec.item_ids import variant_key
@@ -67,7 +67,6 @@ class ConformanceRun:
             OutputRecorder(folder, cfg.worker) if folder is not None else None,
         )
         self.prefetch = IsaPrefetch(cfg.targets, self.cache)
-        self.item: ItemState | None = None
         self.narrowed: dict[str, str] = {}  # op -> why its inputs are narrowed for the imported library
         self.knows_items = False
         # items whose failure is in the store (an unexpected example, an item-level fail or error): any other item
@@ -105,11 +104,16 @@ class ConformanceRun:
         self.knows_items = True
 
     # -- per item ----------------------------------------------------------------------
-    def begin_item(self, info: ItemInfo) -> str | None:
-        """Start an item; returns a reason to skip it instead (raises KnownIssuesError for a broken file)."""
-        spec = info.spec
-        if self.replay is not None and (self.replay.op != spec.name or self.replay.recipe.dtype != info.dtype):
+    def replay_mismatch(self, info: ItemInfo) -> str | None:
+        """Why this item is skipped under --replay (the replayed case is another op's or dtype's), or None."""
+        if self.replay is not None and (self.replay.op != info.spec.name or self.replay.recipe.dtype != info.dtype):
             return f"--replay case is for op {self.replay.op!r} dtype {self.replay.recipe.dtype!r}"
+        return None
+
+    def begin_item(self, info: ItemInfo) -> ItemState:
+        """Start an item: its state, which its caller hands to `check`, `plan`, `run_plan` and `end_item` (raises
+        KnownIssuesError for a broken file)."""
+        spec = info.spec
         issues = self.issues.entries(self.issues.files_for(info.module_path))
         key = (str(info.module_path), spec.name, info.target, info.dtype, info.mode, info.check)
         applicable = self._applicable.get(key)
@@ -123,7 +127,7 @@ class ConformanceRun:
             if member is not None and member.shares_cases
             else None
         )
-        self.item = state = ItemState(
+        state = ItemState(
             info,
             self.targets[info.target],
             applicable,
@@ -136,15 +140,14 @@ class ConformanceRun:
         self.cache.begin_group(group)
         self.prefetch.enter_group(group)
         self.recorder.item_started(state, self.issues.first_seen(issues), self.issues.first_applying(applicable))
-        return None
+        return state
 
-    def end_item(self, passed: bool, interrupted: bool = False, raised: BaseException | None = None) -> ItemEnd:
+    def end_item(
+        self, state: ItemState, passed: bool, interrupted: bool = False, raised: BaseException | None = None
+    ) -> ItemEnd:
         """After the item's cases: what it comes to (an xfail, an item-level failure, a skip, warnings).  An item
         that raised something other than a recorded finding (the harness, a sampler or a module's constructor
         raising before any check) is recorded as an item-level error, never left as a pass."""
-        state, self.item = self.item, None
-        if state is None:
-            return ItemEnd()
         info = state.info
         if state.failure_seen:
             self.failures_recorded.add(info.nodeid)
@@ -186,12 +189,9 @@ class ConformanceRun:
         self.recorder.records.item_verdict(base, info.nodeid, info.check, "error", message)
 
     # -- cases shared across targets ---------------------------------------------------
-    def plan(self) -> list[Case] | None:
+    def plan(self, state: ItemState) -> list[Case] | None:
         """Cases to check in order instead of drawing: another target's draw, saved ones, or the cases
         another implementation of the same operation drew (relabelled with this op's name)."""
-        state = self.item
-        if state is None:
-            return None
         found = self.sources.planned(state.plan_key)
         if found is None and state.shared_key is not None and self.sources.kind == "drawn":
             shared = self.sources.planned(state.shared_key)
@@ -202,14 +202,12 @@ class ConformanceRun:
                 self.sources.remember(state.plan_key, found)
         return found
 
-    def run_plan(self, cases: list[Case]) -> PlannedFailure | None:
+    def run_plan(self, state: ItemState, cases: list[Case]) -> PlannedFailure | None:
         """Check the planned cases in order; the first unexpected failure is returned, not raised."""
-        state = self.item
-        assert state is not None
         state.source = "plan"
         for case in cases:
             try:
-                self.check(state.spec, case)
+                self.check(state, state.spec, case)
             except ConformanceFailure as failure:
                 state.source = "shrink"  # the caller now lets hypothesis shrink it
                 return PlannedFailure(failure, case, self.sources.choices_of(case))
@@ -219,10 +217,8 @@ class ConformanceRun:
         return self.sources.strategy(spec, dtype, mode)
 
     # -- per example: the path of one case ---------------------------------------------
-    def check(self, spec: OpSpec, case: Case) -> None:
+    def check(self, state: ItemState, spec: OpSpec, case: Case) -> None:
         """Run the item's check on one case; raise if it fails outside the known issues."""
-        state = self.item
-        assert state is not None, "conformance tests run only inside the conformance plugin"
         interrupts.raise_if_requested()  # a stop another frame swallowed ends the item at its next case
         if case.key in state.settled:
             return  # drawn again (choices differ, values do not): checking it again would find the same

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.store.aggregate import SummaryError, load_summary
 from conformance.store.summary_model import PreviousRun, Summary
+from conformance.store.summary_reader import SummaryError, load_summary
 from conformance.store.timings import TimingsError, compare, read
 
 

@@ -14,11 +14,12 @@ from conformance.report.build import build_report
 from conformance.report.markdown import append_to_step_summary
 from conformance.report.table import format_section
 from conformance.store import compile_stats
-from conformance.store.aggregate import load_summary, write_summary
+from conformance.store.aggregate import write_summary
 from conformance.store.disk import full_disk
 from conformance.store.printable import printable
 from conformance.store.reader import ENDED
 from conformance.store.summary_model import Summary
+from conformance.store.summary_reader import load_summary
 from conformance.store.writer import write_atomically
 
 LATEST = "latest"  # beside the runs: a link to the newest
