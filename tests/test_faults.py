@@ -230,11 +230,11 @@ from conformance.engine.session import ConformanceRun
 
 checked = ConformanceRun.check
 
-def check(self, spec, case):
+def check(self, state, spec, case):
     context = _current_build_context.value
     if context is not None and context.is_final and spec.name == "two_ways":
         os.kill(os.getpid(), signal.SIGTERM)  # lands in hypothesis' last replay of the first of two failures
-    return checked(self, spec, case)
+    return checked(self, state, spec, case)
 
 def pytest_configure(config):
     ConformanceRun.check = check
