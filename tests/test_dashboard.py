@@ -11,6 +11,7 @@ from report_pages import chromium, images_loaded, inline_data, page_data
 from synthetic_runs import write_operation_run, write_run
 
 from conformance.report.build import build_report
+from conformance.report.check_columns import CHECK_COLUMNS
 
 PLANTED = Path(__file__).with_name("planted_ops.py").read_text()
 DOCS_IMAGES = Path(__file__).parents[1] / "docs" / "images"
@@ -97,6 +98,8 @@ def test_a_planted_regression_leads_the_first_screen_and_the_reader_can_filter_d
     failing[1].click()  # vcuda:1
     drill = opened(browser)
     assert browser.find_element(By.ID, "drill-title").text == "shifted [uint8, bilinear] on vcuda:1: fail"
+    headings = [h.text for h in drill.find_elements(By.CSS_SELECTOR, "#drill-checks th")]
+    assert headings == [c.heading for c in CHECK_COLUMNS]  # the page draws the run's columns, none of its own
     checks = [r.text.split(" ")[0] for r in drill.find_elements(By.CSS_SELECTOR, "#drill-checks tr")[1:]]
     assert checks[0] == "reference" and {"error", "invariants", "placement", "cross_device"} <= set(checks)
     assert images_loaded(browser, drill.find_elements(By.CSS_SELECTOR, "section.case img"))

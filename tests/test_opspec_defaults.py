@@ -80,8 +80,8 @@ def test_the_report_marks_outcomes_judged_by_a_default():
     )
     assert dashboard.uncalibrated(summary) == [{"op": "flip", "dtypes": ["uint8"]}]
     model = dashboard.matrix(summary, [])
-    worst = {row["op"]: row["cells"]["0"]["checks"][0]["worst"] for row in model["rows"]}
-    assert worst["flip"].get("uncalibrated") is True and "uncalibrated" not in worst["blur"]
+    worst = {row["op"]: row["cells"]["0"]["checks"][0]["cells"][3] for row in model["rows"]}  # worst |diff| / atol
+    assert worst["flip"].endswith("(uncalibrated)") and "uncalibrated" not in worst["blur"]
     data = dashboard.page_data(summary, model, {}, None, [])
     text = markdown.summary_markdown("run", data, summary)
     assert "### Uncalibrated tolerances" in text and "- flip: uint8" in text and "blur" not in text.split("###")[-1]

@@ -10,6 +10,7 @@ from pathlib import Path
 from report_pages import family_file, inline_data, page_data
 from synthetic_runs import write_run
 
+from conformance.report import check_columns
 from conformance.report.build import build_report
 from conformance.report.merge import merge_runs
 from conformance.store.aggregate import write_summary_file
@@ -45,6 +46,21 @@ def test_the_report_leads_with_what_is_new_and_lists_each_known_issue_once(tmp_p
     summary_md = (run / "summary.md").read_text()
     assert "**2 new failures;" in summary_md and "resize \\[uint8, mode0\\] on vcuda:1: reference fail" in summary_md
     assert "| known\\-1 |" not in summary_md and "| known-1 | 1 | 1 |" in summary_md
+
+
+def test_a_new_column_of_the_checks_table_is_one_entry(tmp_path, monkeypatch):
+    """A column is a heading and the function that says what a check's cell holds (report/check_columns.py): one
+    entry there reaches the page's table (the page script draws the run's columns as text, none of its own)."""
+    examples = check_columns.CheckColumn("examples", lambda group: f"{group.examples} <b>")
+    monkeypatch.setattr(check_columns, "CHECK_COLUMNS", (*check_columns.CHECK_COLUMNS, examples))
+    run = write_run(tmp_path / "run", outcomes=10, failures=1)
+    page = inline_data(build_report(run))
+    assert page["check_columns"][-1] == "examples" and len(page["check_columns"]) == len(check_columns.CHECK_COLUMNS)
+    part = family_file(run / "index_files" / page["files"]["resize"])
+    rows = [row for checks in part["checks"].values() for row in checks]
+    assert rows and all(len(row["cells"]) == len(page["check_columns"]) for row in rows)
+    assert all(re.fullmatch(r"[1-9]\d* <b>", row["cells"][-1]) for row in rows)  # set as text: escaped in the file
+    assert "<b>" not in (run / "index_files" / page["files"]["resize"]).read_text()
 
 
 def test_the_page_holds_the_first_screen_and_a_file_per_family_what_its_cells_open_to(tmp_path):
@@ -221,8 +237,8 @@ def test_module_behaviours_warnings_and_the_diverging_side_are_shown(tmp_path):
     assert 'id="module-behaviours"' in html and "raises an unclear error (1)" in html
     assert 'id="warning-list"' in html and "uploads on every call: &lt;script&gt;" in html
     (row,) = page_data(run / "index.html")["matrix"]["rows"]
-    (cross_device,) = [c for c in row["cells"]["0"]["checks"] if c["check"] == "cross_device"]
-    assert cross_device["note"] == "differs from the cpu in 1 case(s), where the cpu is off the reference"
+    (cross_device,) = [c["cells"] for c in row["cells"]["0"]["checks"] if c["cells"][0] == "cross_device"]
+    assert cross_device[-1] == "differs from the cpu in 1 case(s), where the cpu is off the reference"  # notes
     assert "<script>alert" not in html
 
 

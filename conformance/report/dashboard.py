@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from conformance.report import check_columns
 from conformance.spec.tolerances import is_uncalibrated
 from conformance.store.summary_model import NEW_VERDICTS, Group, PreviousRun, Summary, rank
 
@@ -25,34 +26,16 @@ def _libraries(summary: Summary) -> dict[str, str]:
     }
 
 
-def _short(value: Any) -> Any:
-    """A difference to four significant digits (what the page shows), to keep the page small."""
-    return float(f"{value:.4g}") if isinstance(value, float) else value
-
-
 def _check_row(group: Group) -> dict[str, Any]:
-    """A check of a cell, as the page's drill-down reads it."""
-    worst = group.worst
-    row: dict[str, Any] = {
+    """A check of a cell: what the findings and "what is new" read of it, and its row of the drill-down's table
+    (`cells`, one text per column of report.check_columns)."""
+    return {
         "check": group.check,
         "verdict": group.verdict,
-        "examples": group.examples,
         "counts": dict(group.counts),
         "known_issues": list(group.known_issues),
+        "cells": check_columns.check_cells(group),
     }
-    if worst is not None and worst.max_abs is not None:
-        row["worst"] = {"max_abs": _short(worst.max_abs), "atol": worst.atol}
-        if is_uncalibrated(worst.tolerance):
-            row["worst"]["uncalibrated"] = True
-    if group.warnings:
-        row["warning"] = next(iter(group.warnings))
-    if group.diverges.get("cpu"):
-        row["note"] = f"differs from the cpu in {group.diverges['cpu']} case(s), where the cpu is off the reference"
-    if group.behaviours:
-        row["behaviours"] = dict(group.behaviours)
-    if group.covered:
-        row["covered"] = dict(group.covered)
-    return row
 
 
 def matrix(summary: Summary, environments: list[dict[str, Any]]) -> dict[str, Any]:
@@ -228,5 +211,6 @@ def page_data(
         "findings": issues,
         "uncalibrated": uncalibrated(summary),
         "matrix": model,
+        "check_columns": check_columns.headings(),
         "compared_with": previous.name if previous else None,
     }

@@ -29,7 +29,8 @@ def script_json(data: Any) -> str:
 
 def split(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The page's own data (each cell without its checks, no worst cases; `files` names each family's file) and,
-    by file name, each family's part: {"checks": {cell: its checks}, "details": [its cells' worst cases]}."""
+    by file name, each family's part: {"checks": {cell: its checks' rows}, "details": [its cells' worst cases]}.
+    A check's row is what the page draws of it: its verdict (the row's colour) and its columns' texts."""
     files: dict[str, str] = {}
     parts: dict[str, dict[str, Any]] = {}
     file_of: dict[str, str] = {}
@@ -40,7 +41,7 @@ def split(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any
         for column, cell in row["cells"].items():
             place = f"{row['id']}.{column}"
             file_of[place] = name
-            part["checks"][place] = cell["checks"]
+            part["checks"][place] = [{"verdict": c["verdict"], "cells": c["cells"]} for c in cell["checks"]]
         shown = {column: {k: v for k, v in cell.items() if k != "checks"} for column, cell in row["cells"].items()}
         rows.append(row | {"cells": shown})
     for detail in data.get("details") or []:
