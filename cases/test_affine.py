@@ -59,7 +59,14 @@ from conformance import (
 )
 from conformance import fills as shared_fills
 from conformance.references import warp
-from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC, WARP_MODES, WARP_NEAREST_EXACT, warp_variants
+from conformance.spec.case_pieces import (
+    HOST_COPY,
+    HOST_SPEC,
+    OPENCV_FIXED_WEIGHTS,
+    WARP_MODES,
+    WARP_NEAREST_EXACT,
+    warp_variants,
+)
 from conformance.spec.libraries import SUFFIXES
 
 VALID = warp_variants()
@@ -348,15 +355,6 @@ TOLERANCES = [
     ),
     Rule(_half("float16", 2**-10), dtype="float16"),
     Rule(_half("bfloat16", 2**-7), dtype="bfloat16"),
-]
-OPENCV_FIXED_WEIGHTS = [
-    Rule(
-        Tolerance(
-            "opencv-fixed-point", atol=1, reason="OpenCV's 8-bit bilinear weights are 15-bit fixed point, rounded once"
-        ),
-        dtype="uint8",
-        mode="bilinear",
-    )
 ]
 
 

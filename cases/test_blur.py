@@ -19,7 +19,6 @@ without a kernel size, OpenCV's fixed table for sigma <= 0 at 3 to 9 taps.  Tole
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -58,7 +57,7 @@ from conformance import (
     versions,
 )
 from conformance.references import filters
-from conformance.spec.case_pieces import BLUR_FLOAT32, BLUR_FLOAT64, HOST_COPY, HOST_SPEC
+from conformance.spec.case_pieces import BLUR_FLOAT32, BLUR_FLOAT64, HOST_COPY, HOST_SPEC, exception_class
 
 KERNELS = (1, 3, 5, 7, 9, 11)
 SIGMA_STEPS = (10, 300)  # sigma in [0.10, 3.00] in steps of 0.01 (the grid the OpenCV bound was computed on)
@@ -179,17 +178,8 @@ def blur_features(defaults: Mapping[str, Any]) -> Callable[[Case], dict[str, Any
     return features
 
 
-def _class(dotted: str, fallback: type[BaseException]) -> type[BaseException]:
-    """An exception class of an optional library (its fallback where that library is absent)."""
-    module, _, name = dotted.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return fallback
-
-
-KORNIA_ERROR = _class("kornia.core.exceptions.BaseError", Exception)
-CV2_ERROR = _class("cv2.error", Exception)
+KORNIA_ERROR = exception_class("kornia.core.exceptions.BaseError", Exception)
+CV2_ERROR = exception_class("cv2.error", Exception)
 TORCH_PAD = ExpectedError(ERROR_MODES["kernel-too-large"], RuntimeError, match="[Pp]adding size should be less")
 
 

@@ -36,15 +36,12 @@ from conformance import (
     kornia_parameters,
 )
 from conformance.references import filters
-from conformance.spec.case_pieces import BLUR_FLOAT32, BLUR_FLOAT64
+from conformance.spec.case_pieces import BLUR_FLOAT32, BLUR_FLOAT64, exception_class
 
 KERNELS = (1, 3, 5, 7, 9, 11)
 SIGMA_STEPS = (10, 300)  # sigma in [0.10, 3.00] in steps of 0.01, as the functionals' cases
 HALF_AND_DOUBLE = ("float16", "bfloat16", "float32", "float64")
-try:
-    from kornia.core.exceptions import BaseError as KORNIA_ERROR
-except ImportError:  # an older kornia: its checks raise plain exceptions
-    KORNIA_ERROR = Exception
+KORNIA_ERROR = exception_class("kornia.core.exceptions.BaseError", Exception)  # an older kornia: plain exceptions
 
 
 def _fitting(side: int) -> list[int]:

@@ -51,7 +51,7 @@ from conformance import (
     versions,
 )
 from conformance.references import geometry
-from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC, pixel_copy_rules
+from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC, exception_class, pixel_copy_rules
 
 Call = Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]
 # torchvision copies pixels in every dtype (v2: "[..., C, H, W]", no dtype named); numpy (OpenCV) has no bfloat16;
@@ -108,13 +108,6 @@ def folded(module: Any, image: torch.Tensor, p: dict[str, Any], sampled: Any) ->
 
 
 ALWAYS = {"p": 1.0}  # torchvision's random flip applied with probability 1: deterministic
-
-
-def opencv_error() -> type[BaseException]:
-    try:
-        return lazy("cv2").error
-    except ImportError:  # its items skip (needs=): any class will do
-        return Exception
 
 
 def pillow_op(function: Callable[[Any, dict[str, Any]], Any]) -> Call:
@@ -603,7 +596,8 @@ PAD = Operation(
             call=per_host_image(_opencv_pad),
             dtypes=OPENCV_DTYPES,
             defaults={"fill": 0},
-            raises={"negative-padding": opencv_error()},  # "top >= 0 && bottom >= 0 && left >= 0 && right >= 0"
+            # cv2.error "top >= 0 && bottom >= 0 && left >= 0 && right >= 0"
+            raises={"negative-padding": exception_class("cv2.error", Exception)},
             accepts={"fill-out-of-range": OPENCV_SATURATES},
             not_applicable={
                 "mirror-empty-image": "not drawn: copyMakeBorder never returns on an empty image in its mirror modes "

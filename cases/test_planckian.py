@@ -16,7 +16,6 @@ is per pixel, and kornia returns an empty image for one.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
@@ -37,6 +36,7 @@ from conformance import (
     versions,
 )
 from conformance.references import planckian
+from conformance.spec.case_pieces import exception_class
 
 MODES = ("blackbody", "CIED")
 CHANNELS = {"channels-1": "1 channel (documented: three)", "channels-4": "4 channels (documented: three)"}
@@ -76,15 +76,6 @@ def build(params: dict[str, Any]) -> torch.nn.Module:
     return kornia.augmentation.RandomPlanckianJitter(mode=params["mode"], p=1.0)
 
 
-def _class(dotted: str, fallback: type[BaseException]) -> type[BaseException]:
-    """An exception class of an optional library (its fallback where that library is absent)."""
-    module, _, name = dotted.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return fallback
-
-
 def recipes(dtype: str, mode: str) -> Any:
     """kornia documents (B, 3, H, W); out-of-range content exercises the input clamp.  The channel modes draw
     1 or 4 channels."""
@@ -118,7 +109,7 @@ PLANCKIAN = OpSpec(
     mode_recipes=recipes,
     # "The input must have three channels" (a ShapeError); its dtype check takes the floating dtypes only
     error_modes={
-        mode: ExpectedError(why, _class("kornia.core.exceptions.ShapeError", ValueError), match="expected 3")
+        mode: ExpectedError(why, exception_class("kornia.core.exceptions.ShapeError", ValueError), match="expected 3")
         for mode, why in CHANNELS.items()
     }
     | {"integer-input": ExpectedError(INTEGER_IMAGE["integer-input"], TypeError, match="Expected input of")},

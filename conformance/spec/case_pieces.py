@@ -1,10 +1,12 @@
-"""Pieces that several case modules share, written once: the warps' modes and the variants they draw, what a host
-library's implementation says about itself, the rules of ops that only copy pixels, and the gaussian blur's
-accumulation tolerances.  Case modules cannot import each other (each is collected on its own, and a user may copy
-one out), so what two families share lives here; a change here is a change for every family that imports it."""
+"""Pieces that several case modules share, written once: the warps' modes, the variants they draw and their rules,
+what a host library's implementation says about itself, the rules of ops that only copy pixels, the gaussian blur's
+accumulation tolerances, and optional libraries' exception classes.  Case modules cannot import each other (each is
+collected on its own, and a user may copy one out), so what two families share lives here; a change here is a
+change for every family that imports it."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -28,6 +30,17 @@ WARP_NEAREST_EXACT = Tolerance(
     reason="nearest copies one input pixel or the fill: any difference is another pixel. Samples on or near cell "
     "edges are known issues (ties), not a tolerance",
 )
+
+# OpenCV's warps (warpAffine, warpPerspective) interpolate 8-bit images with fixed-point weights
+OPENCV_FIXED_WEIGHTS = [
+    Rule(
+        Tolerance(
+            "opencv-fixed-point", atol=1, reason="OpenCV's 8-bit bilinear weights are 15-bit fixed point, rounded once"
+        ),
+        dtype="uint8",
+        mode="bilinear",
+    )
+]
 
 
 # --- host libraries (Pillow, OpenCV): they run on the cpu only ---
@@ -69,3 +82,14 @@ BLUR_FLOAT64 = Tolerance(
     atol=2e-14,
     reason="the float32 bound in float64: 120 x 1.1e-16 x 1.5 = 2e-14; measured max 1.55e-15 (v1; 300 cases)",
 )
+
+
+# --- optional libraries ---
+def exception_class(dotted: str, fallback: type[BaseException]) -> type[BaseException]:
+    """An exception class of an optional library, by its dotted name (`fallback` where that library or class is
+    absent: its items skip on `needs`, so any class will do there)."""
+    module, _, name = dotted.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return fallback
