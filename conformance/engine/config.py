@@ -170,10 +170,13 @@ def spec_settings(config: pytest.Config) -> Any:
 
     chosen = config.getoption("hypothesis_profile", None)
     base = settings.get_profile(chosen) if chosen else settings.get_profile(profiles.default_profile())
-    # a spec test's `conformance_run` is its item's, the same for each example on purpose (plugin_items.ItemRun)
-    per_item = HealthCheck.function_scoped_fixture
-    if per_item not in base.suppress_health_check:
-        base = settings(base, suppress_health_check=[*base.suppress_health_check, per_item])
+    # a spec test's `conformance_run` is its item's, the same for each example on purpose (plugin_items.ItemRun),
+    # and a spec test is a plain function, never a method run by differing executors: with both checks off,
+    # hypothesis' plugin also skips looking through each item's fixtures
+    wanted = [HealthCheck.function_scoped_fixture, HealthCheck.differing_executors]
+    missing = [check for check in wanted if check not in base.suppress_health_check]
+    if missing:
+        base = settings(base, suppress_health_check=[*base.suppress_health_check, *missing])
     max_examples = config.getoption("max_examples")
     if max_examples is not None:
         if max_examples < 1:
