@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import unittest
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,19 @@ from conformance.watchdog import watch
 ITEM_STATE = pytest.StashKey[Any]()  # the running item's own state (engine.ledger.ItemState), from its start to its end
 
 
-@dataclass(frozen=True)
 class ItemRun:
     """What a spec test's body is handed as `conformance_run`: the run, as this one item.  The item's state is
     the item's (begun in pytest_runtest_call, kept in its stash until its end), never the session's: nothing
     reads a "current item"."""
 
-    run: Any  # conformance.engine.session.ConformanceRun
-    item: pytest.Item
+    __slots__ = ("item", "run")
+
+    def __init__(self, run: Any, item: pytest.Item) -> None:
+        self.run = run  # conformance.engine.session.ConformanceRun
+        self.item = item
+
+    def __repr__(self) -> str:  # hypothesis prints the test's arguments with a falsifying example
+        return f"ItemRun({self.run!r}, {self.item.nodeid!r})"
 
     def case_strategy(self, spec: Any, dtype: str, mode: str) -> Any:
         return self.run.case_strategy(spec, dtype, mode)
