@@ -37,7 +37,6 @@ from conformance import (
     OMIT,
     OPENCV,
     PILLOW,
-    TORCHVISION_PIL,
     TV1,
     TV2,
     Accepted,
@@ -63,8 +62,10 @@ from conformance.spec.case_pieces import (
     HOST_COPY,
     HOST_SPEC,
     OPENCV_FIXED_WEIGHTS,
+    TORCHVISION_PIL_SPEC,
     WARP_MODES,
     WARP_NEAREST_EXACT,
+    WARP_PIL_FILTERS,
     warp_variants,
 )
 from conformance.spec.libraries import SUFFIXES
@@ -246,13 +247,10 @@ def forward_affine(p: dict[str, Any], cx: float, cy: float) -> np.ndarray:
     return matrix
 
 
-PIL_FILTERS = {"nearest": 0, "bilinear": 2}  # Image.Resampling.NEAREST, BILINEAR
-
-
 def _pil_keywords(picture: Any, p: dict[str, Any]) -> dict[str, Any]:
     bands = len(picture.getbands())
     color = (lambda v: float(v)) if picture.mode == "F" else (lambda v: int(v) if bands == 1 else (int(v),) * bands)
-    return keywords(p, interpolation=("resample", PIL_FILTERS.get), fill=("fillcolor", color))
+    return keywords(p, interpolation=("resample", WARP_PIL_FILTERS.get), fill=("fillcolor", color))
 
 
 def _pillow_rotate(picture: Any, p: dict[str, Any]) -> Any:
@@ -377,16 +375,13 @@ def _split(library: str, call: Any, default: str, *, defaults: dict[str, Any], *
     ]
 
 
-TV_SPEC = {"pil_input": TORCHVISION_PIL}
-
-
 def _tv2_fields(name: str) -> dict[str, Any]:
     """v2's fields; rotate draws no uint16 where its rot90 path cannot flip one (ROT90_UINT16), and says so."""
     if name != "rotate" or ROT90_UINT16:
-        return {"spec": TV_SPEC}
+        return {"spec": TORCHVISION_PIL_SPEC}
     narrowed = "torch < 2.15: no uint16 (v2 rotate's rot90 flips, and its cpu flip has no uint16 kernel)"
     dtypes = ("uint8", "float16", "bfloat16", "float32", "float64")
-    return {"dtypes": dtypes, "spec": {**TV_SPEC, "narrowed": narrowed}}
+    return {"dtypes": dtypes, "spec": {**TORCHVISION_PIL_SPEC, "narrowed": narrowed}}
 
 
 TV_RAISES = {"scale-not-positive": ExpectedError("torchvision checks scale", ValueError, match="scale should be pos")}
@@ -431,7 +426,7 @@ def _operation(name, description, params, inverse_of, optional, tv2, tv1, kornia
         implementations=[
             # torchvision documents no fill range and wraps an out-of-range fill (a finding: undeclared)
             *_split(TV2, tv2, "nearest", defaults=fixed, raises=tv_raises, **_tv2_fields(name)),
-            *_split(TV1, tv1, "nearest", defaults=fixed, raises=tv_raises, spec=TV_SPEC),
+            *_split(TV1, tv1, "nearest", defaults=fixed, raises=tv_raises, spec=TORCHVISION_PIL_SPEC),
             # kornia checks no scale (a finding); it takes float images only, so no uint8 fill
             *_split(
                 KORNIA,

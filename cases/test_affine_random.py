@@ -42,7 +42,7 @@ from conformance import (
     versions,
 )
 from conformance.references import warp
-from conformance.spec.case_pieces import WARP_MODES, warp_variants
+from conformance.spec.case_pieces import WARP_MODES, matrix_helper_recipes, warp_variants
 
 # RandomAffine's padding_mode="fill" and fill_value came with kornia#3391, first released in 0.8.3
 FILL = versions.satisfies("kornia", ">=0.8.3")
@@ -348,8 +348,6 @@ test_random_affine_kornia = RANDOM_AFFINE.test()
 # The op's "image" is only where the helpers' arguments come from: every tensor is built on its device, in its dtype,
 # one row per image of its batch (B).  A helper that makes a default of its own on the cpu (kornia <= 0.8.2's
 # get_shear_matrix2d, fixed by kornia#3652 in 0.8.3) then mixes devices on an accelerator: the placement check.
-def helper_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
-    return image_recipes(dtype, channels=(1,), max_side=2, min_batch_dims=1, max_batch_dims=1)
 
 
 def matrix_params(*keys: str):
@@ -449,7 +447,7 @@ def _helper(name: str, function, keys: tuple[str, ...], positional: tuple[str, .
         modes=("default",),
         optional=shears,
         tolerances=MATRIX_TOLERANCES,
-        recipes=helper_recipes,
+        recipes=matrix_helper_recipes,
         spec={"keeps_memory_format": False, "needs": (f"kornia.geometry.transform.get_{name}2d",)},
         implementations=[
             Implementation(

@@ -57,9 +57,15 @@ from conformance import (
     versions,
 )
 from conformance.references import filters
-from conformance.spec.case_pieces import BLUR_FLOAT32, BLUR_FLOAT64, HOST_COPY, HOST_SPEC, exception_class
+from conformance.spec.case_pieces import (
+    BLUR_FLOAT32,
+    BLUR_FLOAT64,
+    HOST_COPY,
+    HOST_SPEC,
+    exception_class,
+    kernels_fitting,
+)
 
-KERNELS = (1, 3, 5, 7, 9, 11)
 SIGMA_STEPS = (10, 300)  # sigma in [0.10, 3.00] in steps of 0.01 (the grid the OpenCV bound was computed on)
 PILLOW_RADIUS = 2.0  # ImageFilter.GaussianBlur(radius=2): "radius: standard deviation of the Gaussian kernel"
 # Pillow 13 refuses a NaN radius; 12.3 (the lent GPU machine's) segfaults on one, so there it is not drawn
@@ -92,10 +98,6 @@ def blur_mode_recipes(dtype: str, mode: str) -> st.SearchStrategy[Recipe]:
     return blur_recipes(dtype) if mode == "default" else image_recipes(dtype, channels=(3, 1, 4, 2), max_side=16)
 
 
-def _fitting(side: int) -> list[int]:
-    return [k for k in KERNELS if k // 2 < side]
-
-
 def _replace(draw: st.DrawFn, pair: list[Any], value: Any) -> list[Any]:
     """One axis of an (x, y) pair, or both, set to an invalid value."""
     axes = draw(st.sampled_from(((0,), (1,), (0, 1))), label="invalid_axes")
@@ -106,7 +108,7 @@ def _replace(draw: st.DrawFn, pair: list[Any], value: Any) -> list[Any]:
 def blur_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     """kernel_size: one odd size or (kx, ky), each radius shorter than its side; sigma: one value or
     (sigma_x, sigma_y).  An error mode (ERROR_MODES) then makes one axis or both invalid, just outside the range."""
-    xs, ys = _fitting(recipe.width), _fitting(recipe.height)
+    xs, ys = kernels_fitting(recipe.width), kernels_fitting(recipe.height)
     if draw(st.booleans(), label="square"):
         kx = ky = draw(st.sampled_from([k for k in xs if k in ys]), label="kernel")
         kernel: int | list[int] = kx

@@ -36,16 +36,11 @@ from conformance import (
     kornia_parameters,
 )
 from conformance.references import filters
-from conformance.spec.case_pieces import BLUR_FLOAT32, BLUR_FLOAT64, exception_class
+from conformance.spec.case_pieces import BLUR_FLOAT32, BLUR_FLOAT64, BLUR_KERNELS, exception_class, kernels_fitting
 
-KERNELS = (1, 3, 5, 7, 9, 11)
 SIGMA_STEPS = (10, 300)  # sigma in [0.10, 3.00] in steps of 0.01, as the functionals' cases
 HALF_AND_DOUBLE = ("float16", "bfloat16", "float32", "float64")
 KORNIA_ERROR = exception_class("kornia.core.exceptions.BaseError", Exception)  # an older kornia: plain exceptions
-
-
-def _fitting(side: int) -> list[int]:
-    return [k for k in KERNELS if k // 2 < side]
 
 
 def kornia_kernel_size(kernel_size: list[int]) -> tuple[int, int]:
@@ -71,7 +66,7 @@ RANDOM_ERRORS = {
 def random_blur_params(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]:
     """A (kx, ky) kernel fitting the image and the documented sampling range (low, high) of sigma; an error mode
     makes one of them invalid, or adds a p just outside [0, 1]."""
-    kx, ky = draw(st.sampled_from(_fitting(recipe.width))), draw(st.sampled_from(_fitting(recipe.height)))
+    kx, ky = draw(st.sampled_from(kernels_fitting(recipe.width))), draw(st.sampled_from(kernels_fitting(recipe.height)))
     low = draw(st.integers(*SIGMA_STEPS), label="sigma_low")
     high = draw(st.integers(low, SIGMA_STEPS[1]), label="sigma_high")
     params: dict[str, Any] = {"kernel_size": [kx, ky], "sigma_range": [low / 100, high / 100]}
@@ -152,7 +147,7 @@ def kernel_params(draw: st.DrawFn, recipe: Recipe, mode: str, axes: int) -> dict
     dtype= given in some draws only (with a tensor sigma the docs say they are unused).  "kernel-size": an even (no
     force_even), 0 or negative size on one axis."""
     force_even = mode == "default" and draw(st.booleans(), label="force_even")
-    sizes = st.integers(1, 11) if force_even else st.sampled_from(KERNELS)
+    sizes = st.integers(1, 11) if force_even else st.sampled_from(BLUR_KERNELS)
     kernel = [draw(sizes, label="kernel") for _ in range(axes)]
     if mode == "kernel-size":
         kernel[draw(st.integers(0, axes - 1))] = draw(st.sampled_from((4, 2, 0, -1)), label="bad_size")

@@ -38,11 +38,9 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
 from conformance import (
-    CONTENTS,
     KORNIA,
     OPENCV,
     PILLOW,
-    TORCHVISION_PIL,
     TV1,
     TV2,
     Accepted,
@@ -66,14 +64,17 @@ from conformance import (
     to_float64,
 )
 from conformance.references import color
-from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC
+from conformance.spec.case_pieces import (
+    HOST_COPY,
+    HOST_SPEC,
+    IN_RANGE_CONTENTS,
+    NO_LAYOUT_PROMISE,
+    TORCHVISION_PIL_SPEC,
+)
 
 DTYPES = ("uint8", "uint16", "float16", "bfloat16", "float32", "float64")
 KORNIA_DTYPES = ("float16", "bfloat16", "float32", "float64")  # its blend twins refuse integer images
 TV1_DTYPES = ("uint8", "float16", "bfloat16", "float32", "float64")  # uint16 through v2 (v1 shares its arithmetic)
-KORNIA_SPEC = {"keeps_memory_format": False}  # kornia returns new contiguous tensors
-TV_SPEC = {"pil_input": TORCHVISION_PIL}
-IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
 NEGATIVE, FOUR, GRAY, HUE_OUT = "negative-factor", "four-channels", "gray-input", "hue-out-of-range"
 SAME = lambda params: params  # noqa: E731 - an Accepted meaning: the documented formula with the params drawn
 
@@ -88,7 +89,7 @@ def color_recipes(dtype: str, mode: str, channels=(3, 1), per_mode: dict | None 
     """Up to 48 pixels a side, values in [0, peak] (every library documents that range for float images).
     The four-channels error mode draws 4 channels, gray-input one."""
     channels = {FOUR: (4,), GRAY: (1,), **(per_mode or {})}.get(mode, channels)
-    return image_recipes(dtype, channels=channels, max_side=48, contents=IN_RANGE)
+    return image_recipes(dtype, channels=channels, max_side=48, contents=IN_RANGE_CONTENTS)
 
 
 def white(case: Case) -> float:
@@ -253,8 +254,10 @@ def _blends(param: str, v2, v1, kornia_name: str, kornia_other: str, enhance: st
     (its PIL path checks nothing of its own: a finding), kornia's blend-formula twin (its plainly named function
     has another meaning, given for the record) and Pillow's ImageEnhance class of one adjustment."""
     return [
-        Implementation(library=TV2, call=_tv(v2, param), raises=TV_BLEND_RAISES, spec=TV_SPEC),
-        Implementation(library=TV1, call=_tv(v1, param), dtypes=TV1_DTYPES, raises=TV_BLEND_RAISES, spec=TV_SPEC),
+        Implementation(library=TV2, call=_tv(v2, param), raises=TV_BLEND_RAISES, spec=TORCHVISION_PIL_SPEC),
+        Implementation(
+            library=TV1, call=_tv(v1, param), dtypes=TV1_DTYPES, raises=TV_BLEND_RAISES, spec=TORCHVISION_PIL_SPEC
+        ),
         Implementation(
             library=TV2,
             suffix="tv2_pil",
@@ -273,7 +276,7 @@ def _blends(param: str, v2, v1, kornia_name: str, kornia_other: str, enhance: st
             dtypes=KORNIA_DTYPES,
             description=f"kornia.enhance.{kornia_name} ({kornia_other})",
             **kornia_four,
-            spec={**KORNIA_SPEC, "needs": (f"kornia.enhance.{kornia_name}",)},
+            spec={**NO_LAYOUT_PROMISE, "needs": (f"kornia.enhance.{kornia_name}",)},
         ),
         Implementation(
             library=PILLOW,
@@ -413,10 +416,14 @@ HUE = _adjustment(
             library=TV2,
             call=_tv(F_v2.adjust_hue, "hue_factor"),
             raises=TV_HUE_RAISES,
-            spec={"gradient": Gradient(dtypes=("float32",), modes=("default",)), **TV_SPEC},
+            spec={"gradient": Gradient(dtypes=("float32",), modes=("default",)), **TORCHVISION_PIL_SPEC},
         ),
         Implementation(
-            library=TV1, call=_tv(F_v1.adjust_hue, "hue_factor"), dtypes=TV1_DTYPES, raises=TV_HUE_RAISES, spec=TV_SPEC
+            library=TV1,
+            call=_tv(F_v1.adjust_hue, "hue_factor"),
+            dtypes=TV1_DTYPES,
+            raises=TV_HUE_RAISES,
+            spec=TORCHVISION_PIL_SPEC,
         ),
         # kornia documents (*, 3, H, W) only (no gray input) and "factor: ... Should be in [-PI, PI]": it wraps a
         # larger shift, a finding
@@ -428,7 +435,7 @@ HUE = _adjustment(
             modes=("default",),
             raises={FOUR: THREE_ONLY},
             description="kornia.enhance.adjust_hue(factor * 2 pi): radians",
-            spec=KORNIA_SPEC,
+            spec=NO_LAYOUT_PROMISE,
         ),
     ],
     modes=("default", GRAY, HUE_OUT, FOUR),
@@ -547,7 +554,7 @@ GRAYSCALE = Operation(
                 "num-output-channels": ExpectedError("n", ValueError, match="must be 1 or 3"),
                 FOUR: ExpectedError("4 channels", ValueError, match="too many values to unpack"),
             },
-            spec=TV_SPEC,
+            spec=TORCHVISION_PIL_SPEC,
         ),
         Implementation(
             library=TV1,
@@ -559,7 +566,7 @@ GRAYSCALE = Operation(
                 "num-output-channels": ExpectedError("n", ValueError, match="should be either 1 or 3"),
                 FOUR: ExpectedError("4 channels", TypeError, match="permitted channel values"),
             },
-            spec=TV_SPEC,
+            spec=TORCHVISION_PIL_SPEC,
         ),
         Implementation(
             library=KORNIA,
@@ -571,7 +578,7 @@ GRAYSCALE = Operation(
             raises={FOUR: THREE_ONLY},
             not_applicable=NO_CHANNEL_COUNT,
             description="kornia.color.rgb_to_grayscale: (*, 1, H, W), uint8 in fixed point",
-            spec=KORNIA_SPEC,
+            spec=NO_LAYOUT_PROMISE,
         ),
         # Pillow and OpenCV document RGBA -> gray ignoring alpha, as the reference reads the first three channels
         Implementation(

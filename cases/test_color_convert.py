@@ -27,7 +27,6 @@ import torch
 from hypothesis import strategies as st
 
 from conformance import (
-    CONTENTS,
     KORNIA,
     OPENCV,
     PILLOW,
@@ -50,16 +49,15 @@ from conformance import (
     to_float64,
 )
 from conformance.references import color
-from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC
+from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC, IN_RANGE_CONTENTS
 
 KORNIA_DTYPES = ("float16", "bfloat16", "float32", "float64")  # "Expected input of [torch.bfloat16, ...]"
-IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
 TURN = 2 * math.pi
 
 
 def hsv_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
     """Three channels (RGB or HSV), up to 48 pixels a side, values in the documented [0, 1]."""
-    return image_recipes(dtype, channels=(3,), max_side=48, contents=IN_RANGE)
+    return image_recipes(dtype, channels=(3,), max_side=48, contents=IN_RANGE_CONTENTS)
 
 
 def no_params(recipe: Recipe, mode: str) -> st.SearchStrategy[dict[str, Any]]:

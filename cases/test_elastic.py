@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -50,17 +49,15 @@ from conformance import (
     Tolerance,
     batched,
     fills,
-    image_recipes,
     keywords,
     stored_fill,
 )
 from conformance.references import perspective, warp
-from conformance.spec.case_pieces import WARP_MODES, warp_variants
+from conformance.spec.case_pieces import WARP_MODES, WARP_RECIPES, warp_variants
 from conformance.spec.libraries import SUFFIXES
 
 VALID = warp_variants()
 INVALID = {"displacement-shape": "a displacement field one row taller than the image"}
-RECIPES = partial(image_recipes, channels=(3, 1, 4, 2), max_side=48, max_batch_dims=1)
 pixels = st.one_of(st.just(0.0), st.integers(-3, 3).map(float), st.decimals(-3, 3, places=2).map(float))
 
 
@@ -244,7 +241,7 @@ ELASTIC = Operation(
     invalid=INVALID,
     variants=[*VALID, ("float32", "displacement-shape")],
     tolerances=TOLERANCES,
-    recipes=RECIPES,
+    recipes=WARP_RECIPES,
     optional=lambda mode: ("interpolation", "fill") if mode in WARP_MODES else (),
     spec={"features": elastic_features},
     gradient=GRADIENT,
@@ -343,7 +340,7 @@ ELASTIC_KORNIA = Operation(
         ("float32", "displacement-shape"),
     ],
     tolerances=TOLERANCES,
-    recipes=RECIPES,
+    recipes=WARP_RECIPES,
     spec={"features": kornia_features},
     gradient=GRADIENT,
     implementations=[

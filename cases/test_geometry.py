@@ -31,7 +31,6 @@ from conformance import (
     KORNIA,
     OPENCV,
     PILLOW,
-    TORCHVISION_PIL,
     TV1,
     TV2,
     Accepted,
@@ -51,7 +50,14 @@ from conformance import (
     versions,
 )
 from conformance.references import geometry
-from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC, exception_class, pixel_copy_rules
+from conformance.spec.case_pieces import (
+    HOST_COPY,
+    HOST_SPEC,
+    NO_LAYOUT_PROMISE,
+    TORCHVISION_PIL_SPEC,
+    exception_class,
+    pixel_copy_rules,
+)
 
 Call = Callable[[torch.Tensor, dict[str, Any]], torch.Tensor]
 # torchvision copies pixels in every dtype (v2: "[..., C, H, W]", no dtype named); numpy (OpenCV) has no bfloat16;
@@ -66,9 +72,7 @@ EXACT = pixel_copy_rules(DTYPES)
 FLIP_UINT16 = versions.satisfies("torch", ">=2.15")
 FLIP_DTYPES = tuple(d for d in DTYPES if FLIP_UINT16 or d != "uint16")
 FLIP_NARROWED = {} if FLIP_UINT16 else {"narrowed": "torch < 2.15: no uint16 (its cpu flip has no uint16 kernel)"}
-KORNIA_SPEC = {"keeps_memory_format": False}  # kornia does not promise to keep layouts
-TV_SPEC = {"pil_input": TORCHVISION_PIL}  # torchvision's functionals take PIL images too: the `pil` check
-TV_FLIP_SPEC = {**TV_SPEC, **FLIP_NARROWED}
+TV_FLIP_SPEC = {**TORCHVISION_PIL_SPEC, **FLIP_NARROWED}
 
 
 def lazy(module: str) -> Any:
@@ -155,7 +159,7 @@ def _flip(
                 call=lambda image, p: getattr(lazy("kornia").geometry.transform, name)(image),
                 counterpart=module_class(f"kornia.geometry.transform.{name.capitalize()}", lambda p: {}),
                 dtypes=FLIP_DTYPES,
-                spec={**KORNIA_SPEC, **FLIP_NARROWED, "needs": (f"kornia.geometry.transform.{name}",)},
+                spec={**NO_LAYOUT_PROMISE, **FLIP_NARROWED, "needs": (f"kornia.geometry.transform.{name}",)},
             ),
             Implementation(
                 library=PILLOW,
@@ -238,7 +242,7 @@ QUARTER_TURNS = Operation(
             call=_tv_rotate(F_v1.rotate),
             counterpart=_quarter_turns_class("torchvision.transforms"),
             description="v1 rotate(90k, expand=True)",
-            spec=TV_SPEC,
+            spec=TORCHVISION_PIL_SPEC,
         ),
         Implementation(
             library=PILLOW, call=pillow_op(_pillow_turns), dtypes=PILLOW_DTYPES, host_only=HOST_COPY, spec=HOST_SPEC
@@ -322,14 +326,14 @@ CROP = Operation(
     recipes=geometry_recipes,
     spec={"features": crop_features},
     implementations=[
-        Implementation(library=TV2, call=_tv_crop(F_v2.crop), spec=TV_SPEC),
-        Implementation(library=TV1, call=_tv_crop(F_v1.crop), spec=TV_SPEC),
+        Implementation(library=TV2, call=_tv_crop(F_v2.crop), spec=TORCHVISION_PIL_SPEC),
+        Implementation(library=TV1, call=_tv_crop(F_v1.crop), spec=TORCHVISION_PIL_SPEC),
         Implementation(
             library=KORNIA,
             call=batched(_kornia_crop),
             modes=("inside",),  # a window off the image is resized or wraps (Python slices), by design
             raises={"negative-size": RuntimeError},  # "Trying to create tensor with negative dimension -1"
-            spec={**KORNIA_SPEC, "needs": ("kornia.geometry.transform.crop_by_indices",)},
+            spec={**NO_LAYOUT_PROMISE, "needs": ("kornia.geometry.transform.crop_by_indices",)},
         ),
         Implementation(
             library=PILLOW,
@@ -411,13 +415,13 @@ CENTER_CROP = Operation(
             library=TV2,
             call=_tv_center_crop(F_v2.center_crop),
             counterpart=module_class("torchvision.transforms.v2.CenterCrop", CENTER_SIZE),
-            spec=TV_SPEC,
+            spec=TORCHVISION_PIL_SPEC,
         ),
         Implementation(
             library=TV1,
             call=_tv_center_crop(F_v1.center_crop),
             counterpart=module_class("torchvision.transforms.CenterCrop", CENTER_SIZE),
-            spec=TV_SPEC,
+            spec=TORCHVISION_PIL_SPEC,
         ),
         Implementation(
             library=KORNIA,
@@ -429,7 +433,7 @@ CENTER_CROP = Operation(
             # float only: its warp raises for integer images ("expected scalar type Byte but found Float")
             dtypes=("float16", "bfloat16", "float32", "float64"),
             raises={"negative-size": ValueError},  # "Output size must be non-negative"
-            spec={**KORNIA_SPEC, "needs": ("kornia.geometry.transform.center_crop",)},
+            spec={**NO_LAYOUT_PROMISE, "needs": ("kornia.geometry.transform.center_crop",)},
         ),
     ],
 )
@@ -568,7 +572,7 @@ PAD = Operation(
             counterpart=module_class("torchvision.transforms.v2.Pad", _pad_arguments),
             defaults={"fill": 0},
             raises=TV_PAD_RAISES,
-            spec=TV_SPEC,
+            spec=TORCHVISION_PIL_SPEC,
         ),
         Implementation(
             library=TV1,
@@ -576,7 +580,7 @@ PAD = Operation(
             counterpart=module_class("torchvision.transforms.Pad", _pad_arguments, forward=_tv1_pad_forward),
             defaults={"fill": 0},
             raises=TV_PAD_RAISES,
-            spec=TV_SPEC,
+            spec=TORCHVISION_PIL_SPEC,
         ),
         Implementation(
             library=PILLOW,

@@ -35,6 +35,7 @@ from conformance import (
     kornia_parameters,
     versions,
 )
+from conformance.spec.case_pieces import P_OUT_OF_RANGE
 from conformance.spec.jpeg import (
     EMPTY,
     QUALITY_MODES,
@@ -266,7 +267,6 @@ def _random_jpeg(quality: int) -> torch.nn.Module:
 # op above cannot be built with them, so it has nothing to sample and replay).  kornia documents p as "probability
 # of applying the transformation" and checks nothing: p outside [0, 1] is a known issue.
 P_MODES = {"p-out-of-range": "a probability outside [0, 1] (-1/64 or 1 + 1/64)"}
-PROBABILITIES = {"p-out-of-range": st.sampled_from((-1 / 64, 1 + 1 / 64))}
 
 
 @st.composite
@@ -274,7 +274,7 @@ def jpeg_arguments(draw: st.DrawFn, recipe: Recipe, mode: str) -> dict[str, Any]
     """RandomJPEG's quality range just outside its bounds (1, 100), or a probability outside [0, 1]."""
     q = float(draw(st.integers(11, 100), label="quality"))
     ranges = {"quality-0": (0.0, q), "quality-101": (q, 101.0), "quality-negative": (-1.0, q)}
-    return {"jpeg_quality": ranges.get(mode, (q - 10, q)), "p": draw(PROBABILITIES.get(mode, st.just(1.0)), label="p")}
+    return {"jpeg_quality": ranges.get(mode, (q - 10, q)), "p": draw(P_OUT_OF_RANGE.get(mode, st.just(1.0)), label="p")}
 
 
 def _random_jpeg_called(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:

@@ -22,7 +22,6 @@ those that return an image are findings.
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -50,7 +49,6 @@ from conformance import (
     Tolerance,
     batched,
     fills,
-    image_recipes,
     keywords,
     per_host_image,
     pillow_image_op,
@@ -63,6 +61,9 @@ from conformance.spec.case_pieces import (
     OPENCV_FIXED_WEIGHTS,
     WARP_MODES,
     WARP_NEAREST_EXACT,
+    WARP_PIL_FILTERS,
+    WARP_RECIPES,
+    matrix_helper_recipes,
     warp_variants,
 )
 from conformance.spec.libraries import SUFFIXES
@@ -72,7 +73,6 @@ INVALID = {
     "points-not-four": "three end points (torchvision: 'Please provide exactly four corners')",
     "points-degenerate": "end points that determine no homography: two equal, or three on one line",
 }
-RECIPES = partial(image_recipes, channels=(3, 1, 4, 2), max_side=48, max_batch_dims=1)
 
 
 def corners(height: int, width: int) -> list[list[int]]:
@@ -226,9 +226,6 @@ def _kornia(image: torch.Tensor, p: dict[str, Any]) -> torch.Tensor:
     return kt.warp_perspective(image, matrix, (height, width), **keywords(p, interpolation="mode"), **fill)
 
 
-PIL_FILTERS = {"nearest": 0, "bilinear": 2}  # Image.Resampling.NEAREST, BILINEAR
-
-
 def _pillow(picture: Any, p: dict[str, Any]) -> Any:
     """Image.transform(PERSPECTIVE) with the output -> input coefficients solved in float64 (reference module)."""
     from PIL import Image
@@ -240,7 +237,7 @@ def _pillow(picture: Any, p: dict[str, Any]) -> Any:
         picture.size,
         Image.Transform.PERSPECTIVE,
         coefficients,
-        **keywords(p, interpolation=("resample", PIL_FILTERS.get), fill=("fillcolor", color)),
+        **keywords(p, interpolation=("resample", WARP_PIL_FILTERS.get), fill=("fillcolor", color)),
     )
 
 
@@ -365,7 +362,7 @@ PERSPECTIVE = Operation(
     invalid=INVALID,
     variants=[*VALID, ("float32", "points-not-four"), ("float32", "points-degenerate")],
     tolerances=TOLERANCES,
-    recipes=RECIPES,
+    recipes=WARP_RECIPES,
     # Documented defaults: torchvision's interpolation BILINEAR and fill None (zeros); kornia's mode "bilinear" and
     # padding "zeros"; Pillow's resample NEAREST, no fillcolor (black); OpenCV's flags INTER_LINEAR, borderValue 0.
     optional=lambda mode: ("interpolation", "fill") if mode in WARP_MODES else (),
@@ -408,8 +405,6 @@ globals().update(PERSPECTIVE.tests())
 # -- kornia's get_perspective_transform ------------------------------------------------------------------
 # The op's "image" only says where the helper's arguments live (test_affine_random.py's matrix helpers): every
 # tensor is built on its device, in its dtype, one row per image of its batch.
-def helper_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
-    return image_recipes(dtype, channels=(1,), max_side=2, min_batch_dims=1, max_batch_dims=1)
 
 
 @st.composite
@@ -489,7 +484,7 @@ PERSPECTIVE_MATRIX = Operation(
             dtype="float64",
         ),
     ],
-    recipes=helper_recipes,
+    recipes=matrix_helper_recipes,
     spec={"keeps_memory_format": False, "needs": ("kornia.geometry.transform.get_perspective_transform",)},
     implementations=[Implementation(library=KORNIA, call=_get_perspective_transform)],
 )

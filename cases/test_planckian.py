@@ -36,7 +36,7 @@ from conformance import (
     versions,
 )
 from conformance.references import planckian
-from conformance.spec.case_pieces import exception_class
+from conformance.spec.case_pieces import P_OUT_OF_RANGE, exception_class
 
 MODES = ("blackbody", "CIED")
 CHANNELS = {"channels-1": "1 channel (documented: three)", "channels-4": "4 channels (documented: three)"}
@@ -166,7 +166,6 @@ PLANCKIAN = OpSpec(
 # range [0-24], `CIED` range [0-22] ... one past the end raises at construction, and a negative one counts from the
 # end"; p: a probability, which kornia does not check (a known issue).
 UNKNOWN_MODES = ("cie_d", "CIE", "D65", "black-body", "planckian", "")
-PROBABILITIES = {"p-out-of-range": st.sampled_from((-1 / 64, 1 + 1 / 64))}
 
 
 @st.composite
@@ -178,7 +177,7 @@ def arguments(draw: st.DrawFn, recipe: Any, mode: str) -> dict[str, Any]:
         rows = len(planckian.TABLES[table])
         valid = draw(st.lists(st.integers(-rows, rows - 1), max_size=2), label="valid_rows")
         return {"mode": table, "select_from": [*valid, draw(st.sampled_from([rows, -rows - 1]), label="row")], "p": 1.0}
-    return {"mode": table, "p": draw(PROBABILITIES[mode], label="p")}
+    return {"mode": table, "p": draw(P_OUT_OF_RANGE[mode], label="p")}
 
 
 def built_and_called(image: torch.Tensor, params: dict[str, Any]) -> torch.Tensor:

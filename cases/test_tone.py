@@ -16,7 +16,6 @@ levels", kornia/enhance/adjust.py:1240; half precision left out: the reference r
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -28,11 +27,9 @@ import torchvision.transforms.v2.functional as F_v2
 from hypothesis import strategies as st
 
 from conformance import (
-    CONTENTS,
     KORNIA,
     OPENCV,
     PILLOW,
-    TORCHVISION_PIL,
     TV1,
     TV2,
     Accepted,
@@ -46,16 +43,21 @@ from conformance import (
     empty_recipes,
     image_recipes,
     keywords,
-    materialize,
     module_class,
     peak,
     per_host_image,
     pillow_image_op,
-    to_float64,
     versions,
 )
 from conformance.references import tone
-from conformance.spec.case_pieces import HOST_COPY, HOST_SPEC
+from conformance.spec.case_pieces import (
+    HOST_COPY,
+    HOST_SPEC,
+    IN_RANGE_CONTENTS,
+    NO_LAYOUT_PROMISE,
+    TORCHVISION_PIL_SPEC,
+    recipe_pixels,
+)
 
 DTYPES = ("uint8", "float32")
 WIDE = ("uint16", "float16", "bfloat16", "float64")  # torchvision v2 takes them (its kernels branch on the dtype)
@@ -69,9 +71,6 @@ SOLARIZE_V2 = (
         "spec": {"narrowed": "torch < 2.15: no uint16 (v2 solarize's torch.where has no uint16 cpu kernel)"},
     }
 )
-IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
-KORNIA_SPEC = {"keeps_memory_format": False}  # kornia returns contiguous outputs
-TV_SPEC = {"pil_input": TORCHVISION_PIL}  # v1 and v2 functionals hand a PIL image to ImageOps
 FOUR = "four-channels"
 EMPTY = "empty-image"
 INVALID_CHANNELS = {FOUR: "4 channels: torchvision documents [..., 1 or 3, H, W], Pillow the modes L and RGB"}
@@ -129,12 +128,7 @@ def tone_recipes(dtype: str, mode: str = "default") -> st.SearchStrategy[Recipe]
     if mode == EMPTY:
         return empty_recipes(dtype)
     channels = (4,) if mode == FOUR else (3, 1)
-    return image_recipes(dtype, channels=channels, max_side=48, max_batch_dims=1, contents=IN_RANGE)
-
-
-@lru_cache(maxsize=256)
-def _pixels(recipe: Recipe) -> np.ndarray:
-    return to_float64(materialize(recipe))
+    return image_recipes(dtype, channels=channels, max_side=48, max_batch_dims=1, contents=IN_RANGE_CONTENTS)
 
 
 def tone_features(case: Case) -> dict[str, Any]:
@@ -143,7 +137,7 @@ def tone_features(case: Case) -> dict[str, Any]:
     recipe = case.recipe
     if recipe.empty:
         return {}
-    image = _pixels(recipe) if recipe.dtype in ("uint8", "uint16") else np.clip(_pixels(recipe), 0, 1)
+    image = recipe_pixels(recipe) if recipe.dtype in ("uint8", "uint16") else np.clip(recipe_pixels(recipe), 0, 1)
     levels, dtype = (image // 256, "uint8") if recipe.dtype == "uint16" else (image, recipe.dtype)
     return {
         "flat_channel": tone.flat_planes(image),
@@ -207,7 +201,7 @@ def _kornia(function_name: str, call, **fields: Any) -> Implementation:
         library=KORNIA,
         call=call,
         dtypes=("float32", "float64"),
-        spec={**KORNIA_SPEC, "needs": (f"kornia.enhance.{function_name}",)},
+        spec={**NO_LAYOUT_PROMISE, "needs": (f"kornia.enhance.{function_name}",)},
         accepts={**accepts, **fields.pop("accepts", {})},
         **fields,
     )
@@ -262,7 +256,7 @@ def _opencv(function, dtypes=("uint8",), **fields: Any) -> Implementation:
 
 
 def _tv(library, call, **fields: Any) -> Implementation:
-    return Implementation(library=library, call=call, spec={**TV_SPEC, **fields.pop("spec", {})}, **fields)
+    return Implementation(library=library, call=call, spec={**TORCHVISION_PIL_SPEC, **fields.pop("spec", {})}, **fields)
 
 
 def _tv_class(transforms, name: str, arguments=lambda p: {}) -> Counterpart:

@@ -10,7 +10,7 @@ outside [0, 1], which kornia does not check (a finding, known issue kornia-rando
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,12 +28,10 @@ from conformance import (
     Tolerance,
     image_recipes,
     kornia_parameters,
-    materialize,
-    to_float64,
 )
 from conformance.references import tone
+from conformance.spec.case_pieces import IN_RANGE_CONTENTS, recipe_pixels
 
-IN_RANGE = tuple(c for c in CONTENTS if c != "out_of_range")
 P_OUT = "p-out-of-range"
 TOLERANCES = [
     Rule(
@@ -49,14 +47,9 @@ TOLERANCES = [
 ]
 
 
-@lru_cache(maxsize=256)
-def _pixels(recipe: Recipe) -> np.ndarray:
-    return to_float64(materialize(recipe))
-
-
 def tone_features(case: Case) -> dict[str, Any]:
     """As cases/test_tone.py's: flat channels, channels spanning under 0.01, channels equalize leaves unchanged."""
-    image = np.clip(_pixels(case.recipe), 0, 1)
+    image = np.clip(recipe_pixels(case.recipe), 0, 1)
     return {
         "flat_channel": tone.flat_planes(image),
         "narrow_span": tone.smallest_span(image) < 0.01,
@@ -203,7 +196,7 @@ RANDOM_AUTOCONTRAST = _random(
     "random_autocontrast_kornia",
     "RandomAutoContrast",
     lambda image, case, sampled: tone.autocontrast(image, case.recipe.dtype),
-    contents=IN_RANGE,
+    contents=IN_RANGE_CONTENTS,
 )
 
 for _spec in (RANDOM_POSTERIZE, RANDOM_SOLARIZE, RANDOM_EQUALIZE, RANDOM_AUTOCONTRAST):

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
+from functools import lru_cache, partial
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+from hypothesis import strategies as st
+
+from conformance.spec.libraries import TORCHVISION_PIL
+from conformance.spec.recipes import CONTENTS, Recipe, materialize, to_float64
+from conformance.spec.strategies import image_recipes
 from conformance.spec.tolerances import Rule, Tolerance
 
 # --- warps (affine, perspective, elastic, kornia's random affine) ---
@@ -43,10 +50,38 @@ OPENCV_FIXED_WEIGHTS = [
 ]
 
 
+# the warps' cases: 1-4 channels, every batch layout, up to 48 pixels a side
+WARP_RECIPES = partial(image_recipes, channels=(3, 1, 4, 2), max_side=48, max_batch_dims=1)
+WARP_PIL_FILTERS = {"nearest": 0, "bilinear": 2}  # Pillow's Image.Resampling.NEAREST, BILINEAR
+
+
+def matrix_helper_recipes(dtype: str) -> st.SearchStrategy[Recipe]:
+    """A helper that builds a warp's matrix (kornia's get_*_matrix2d, get_perspective_transform): its "image" only
+    says where the arguments live, one row per image of its batch."""
+    return image_recipes(dtype, channels=(1,), max_side=2, min_batch_dims=1, max_batch_dims=1)
+
+
+# --- what an implementation's OpSpec fields say of itself ---
+NO_LAYOUT_PROMISE: Mapping[str, Any] = MappingProxyType({"keeps_memory_format": False})  # e.g. kornia: new tensors
+# torchvision's functionals take PIL images too (v1's documented 'img (PIL Image or Tensor)', v2's dispatch)
+TORCHVISION_PIL_SPEC: Mapping[str, Any] = MappingProxyType({"pil_input": TORCHVISION_PIL})
+
 # --- host libraries (Pillow, OpenCV): they run on the cpu only ---
 HOST_COPY = "a host library: the image is copied to host memory and back"
-# an implementation's OpSpec fields: the copy to host memory is its promise, a new contiguous array its output
-HOST_SPEC: Mapping[str, Any] = MappingProxyType({"keeps_memory_format": False, "host_transfers": HOST_COPY})
+# the copy to host memory is its promise, a new contiguous array its output
+HOST_SPEC: Mapping[str, Any] = MappingProxyType({**NO_LAYOUT_PROMISE, "host_transfers": HOST_COPY})
+
+# --- cases ---
+IN_RANGE_CONTENTS = tuple(c for c in CONTENTS if c != "out_of_range")  # contents within the dtype's value range
+P_OUT_OF_RANGE = {"p-out-of-range": st.sampled_from((-1 / 64, 1 + 1 / 64))}  # a probability just outside [0, 1]
+
+
+@lru_cache(maxsize=256)
+def recipe_pixels(recipe: Recipe) -> np.ndarray:
+    """A recipe's image as float64 values (what a reference computes on), kept for the recipe's other checks: not
+    to be written into."""
+    return to_float64(materialize(recipe))
+
 
 # --- ops that copy pixels (flips, crops, pads, rotations by quarter turns) ---
 # where the measured maximum comes from: docs/tolerances.md for the dtypes drawn before, a deep sweep for the others
@@ -70,6 +105,14 @@ def pixel_copy_rules(dtypes: Sequence[str]) -> list[Rule]:
 
 
 # --- the gaussian blur (torchvision's and OpenCV's functionals, kornia's gaussian_blur2d and its module) ---
+BLUR_KERNELS = (1, 3, 5, 7, 9, 11)  # the odd kernel sizes drawn
+
+
+def kernels_fitting(side: int) -> list[int]:
+    """The kernel sizes whose half fits inside a side of this length."""
+    return [k for k in BLUR_KERNELS if k // 2 < side]
+
+
 BLUR_FLOAT32 = Tolerance(
     "float32-accumulation",
     atol=1e-5,
