@@ -26,6 +26,7 @@ from conformance.checks.registry import REGISTRY, CheckOutcome, applicable, outc
 from conformance.devices.calls import run_op, sample_params
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import CPU, Target
+from conformance.engine import peer_runs
 from conformance.spec.opspec import OpSpec
 from conformance.spec.overrides import Override
 from conformance.spec.recipes import Case
@@ -193,7 +194,7 @@ class CaseCache:
         """The check's outcome on this context, with the cross-library measurement made first where the check
         reads it (the earlier implementations' runs come from this cache)."""
         if REGISTRY[check].reads_peers and not ctx.peers_measured:
-            entries, calls = peers.plan(ctx)
+            entries, calls = peer_runs.plan(ctx)
             others = {name: self.context(call.spec, call.case, call.target, ctx.mode) for name, call in calls.items()}
             ctx.peers, ctx.peers_measured = peers.measure(ctx, entries, others), True
         return outcome(ctx, check)
