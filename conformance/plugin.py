@@ -30,7 +30,6 @@ from conformance.engine import interrupts, options, profiles, run_folders
 from conformance.launch import announce_run_dir
 from conformance.spec.handed import SWEEP_ENV
 from conformance.store.disk import DiskFull
-from conformance.store.summary_reader import load_summary
 from conformance.suite.stock import sweeps
 
 pytest_plugins = ("conformance.plugin_collection", "conformance.plugin_items")  # registered with this module
@@ -43,8 +42,7 @@ class PluginState:
     run_dir: Path | None = None  # the xdist controller's run folder (it collects nothing itself)
     lazily: bool = False  # set up at collection: its header is printed after collection
     previous_handlers: dict[int, Any] = field(default_factory=dict)  # restored at unconfigure
-    report_path: Path | None = None
-    report_error: str | None = None
+    ended: Any = None  # report.terminal.RunEnd: what the run's end wrote (its summary, the report)
     narrowed: dict[str, str] = field(default_factory=dict)
     collection_checked: bool = False  # the xdist controller checked a worker's collection
     previous_sweep: str | None = None  # CONFORMANCE_SWEEP before this session set it (restored at unconfigure)
@@ -240,14 +238,14 @@ def _finish(session: pytest.Session, exitstatus: int) -> None:
     from conformance.report.terminal import checked_nothing, finish_run_folder
 
     try:
-        state.report_path, state.report_error = finish_run_folder(run_dir, interrupted)
+        state.ended = finish_run_folder(run_dir, interrupted)
     except DiskFull as exc:  # one line, where the summary would have been said
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         (reporter.write_line if reporter is not None else print)(f"conformance: {exc}")
         return
     state.summarised_complete = not interrupted
     if session.exitstatus == pytest.ExitCode.OK and not session.config.option.collectonly:
-        summary = load_summary(run_dir)
+        summary = state.ended.summary
         if summary is not None and checked_nothing(summary):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -300,4 +298,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     from conformance.report.terminal import write_section
 
-    write_section(terminalreporter, config, run_dir, state.narrowed, state.report_path, state.report_error)
+    write_section(terminalreporter, config, run_dir, state.narrowed, state.ended)

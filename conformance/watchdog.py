@@ -146,15 +146,16 @@ class Watched:
 
     def finish(self) -> str:
         """summary.json and the report, marked incomplete; what to say of them."""
-        from conformance.report.terminal import (
-            finish_run_folder,  # here: it imports torch, which a watchdog never needs
-        )
+        # imported here: the report imports torch, which a watchdog never needs
+        from conformance.report.terminal import finish_run_folder
 
         try:
-            report, error = finish_run_folder(self.run_dir, interrupted=True)
+            ended = finish_run_folder(self.run_dir, interrupted=True)
         except Exception as exc:  # noqa: BLE001 - the process is ended whatever the summary does
             return f"incomplete, and its summary could not be written ({type(exc).__name__}: {exc})"
-        shown = f"; report: {report}" if report is not None else f" (no report: {error})"
+        shown = (
+            f"; report: {ended.report_path}" if ended.report_path is not None else f" (no report: {ended.report_error})"
+        )
         return f"incomplete, summary {self.run_dir / 'summary.json'}{shown}"
 
     def kill(self) -> None:

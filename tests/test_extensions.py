@@ -213,6 +213,14 @@ def test_a_failure_on_an_installed_out_of_process_kind_is_found_there(tmp_path):
     assert rerun.rstrip().endswith("--targets remote"), rerun
 
 
+def _crashed_on(run_dir: Path, target: str, virtual: bool) -> None:
+    """The run recorded crashed items, each on `target` with the kind's own facts, its case's rerun line naming it."""
+    records, _ = read_outcomes(run_dir)
+    crashes = [r for r in records if r.get("crash")]
+    assert crashes and all(r["target"] == target and r["virtual"] is virtual for r in crashes), crashes
+    assert all("repro" in r and r["repro"].endswith(f"--targets {target}") for r in crashes), crashes
+
+
 def test_a_crashed_item_on_an_installed_kind_is_recorded_with_the_kinds_own_facts(tmp_path):
     """The controller writes a dead worker's record from the item id alone: the target's facts come from the run's
     targets (the meta kind is virtual), never from its name."""
@@ -222,10 +230,7 @@ def test_a_crashed_item_on_an_installed_kind_is_recorded_with_the_kinds_own_fact
     done = run(tmp_path, "--run-name=crash", "--no-stock", "--targets=cpu,meta", "-n2", "mycases", "-k", "invariants")
     out = done.stdout + done.stderr
     assert done.returncode == 1, out[-4000:]
-    records, _ = read_outcomes(tmp_path / "reports" / "crash")
-    crashes = [r for r in records if r.get("crash")]
-    assert crashes and all(r["target"] == "meta" and r["virtual"] is True for r in crashes), crashes
-    assert all(r["repro"].endswith("--targets meta") for r in crashes if "repro" in r), crashes
+    _crashed_on(tmp_path / "reports" / "crash", "meta", virtual=True)
     on_meta = [g for g in read_summary(tmp_path / "reports" / "crash")["groups"] if g["target"] == "meta"]
     assert on_meta and all(g["virtual"] for g in on_meta), on_meta  # one group a target, not a second for the crash
 
@@ -249,10 +254,7 @@ def test_a_worker_that_dies_on_an_installed_out_of_process_kind_is_recorded_with
     )
     out = done.stdout + done.stderr
     assert done.returncode == 1, out[-4000:]
-    records, _ = read_outcomes(tmp_path / "reports" / "died")
-    crashes = [r for r in records if r.get("crash")]
-    assert crashes and all(r["target"] == "remote" and r["virtual"] is False for r in crashes), crashes
-    assert all(r["repro"].endswith("--targets remote") for r in crashes if "repro" in r), crashes
+    _crashed_on(tmp_path / "reports" / "died", "remote", virtual=False)
 
 
 def test_sweep_arguments_from_an_installed_package_win(tmp_path):

@@ -103,8 +103,9 @@ def test_the_summary_is_appended_where_github_shows_it(tmp_path, monkeypatch):
     step_summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
     run = write_run(tmp_path / "run", outcomes=10, failures=1, complete=False)
-    report, error = finish_run_folder(run, interrupted=False)
-    assert error is None and report is not None
+    ended = finish_run_folder(run, interrupted=False)
+    assert ended.report_error is None and ended.report_path is not None
+    assert ended.summary is not None and ended.summary.complete  # read back once, handed on
     text = step_summary.read_text()
     assert text.startswith("earlier step\n## conformance: run") and "**1 new failure;" in text
 

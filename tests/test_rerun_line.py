@@ -35,6 +35,7 @@ def test_a_crashed_item_on_a_compiled_target_gets_the_same_rerun_line(tmp_path):
     rows, _ = read_outcomes(tmp_path)
     crashed = next(r for r in rows if r.get("crash"))
     assert crashed["repro"] == rerun_line(nodeid, CASE, COMPILED)
+    assert shlex.split(crashed["repro"])[-2:] == ["--targets", "cpu+compile"]  # what the line says, not only how
     assert crashed["message"].endswith(f"Rerun: {crashed['repro']}")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from conformance.devices.compiled_target import COMPILE_BUDGET_S
+from conformance.devices.facts import target_label
 from conformance.devices.targets import Target
 from conformance.devices.torch_private import cuda_driver_version
 from conformance.spec import sweep, versions
@@ -83,7 +84,7 @@ def header_lines(env: dict[str, Any]) -> list[str]:
     if cuda.get("available"):
         cuda_line += f", driver API {cuda.get('driver_api')}, cudnn {cuda.get('cudnn')}"
     targets = ", ".join(
-        f"{t['name']}{' (virtual)' if t['virtual'] else ''} [{t['description']}]" for t in env["targets"]
+        f"{target_label(t['name'], t['virtual'])} [{t['description']}]" for t in env["targets"]
     )
     tf32 = ", ".join(f"{k}={v}" for k, v in env["tf32"].items())
     imported = env.get("imported", {})

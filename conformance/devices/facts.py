@@ -12,6 +12,11 @@ from typing import Any
 UNKNOWN_RANK = 99.0  # a target whose facts a run did not record (a store from before 0.24.0): sorted last
 
 
+def target_label(name: str, virtual: bool) -> str:
+    """A target's name in messages and tables, marked when it is virtual."""
+    return f"{name} (virtual)" if virtual else name
+
+
 @dataclass(frozen=True)
 class ScriptDevice:
     """Where a repro script reruns a target's failure on a real machine."""

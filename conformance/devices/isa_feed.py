@@ -277,8 +277,11 @@ def worker(level: str) -> IsaWorker:
 
 
 def close(level: str) -> None:
-    """End this process's worker for the level (its own, or its connection to a shared one)."""
+    """End this process's worker for the level (its own, or its connection to a shared one).  Every level's worker
+    is told first (telling twice is harmless), so that they exit side by side, each taking a moment; then this
+    level's is waited for."""
+    for told in _workers.values():
+        told.close()
     found = _workers.pop(level, None)
     if found is not None:
-        found.close()
         found.join()

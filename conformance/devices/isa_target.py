@@ -83,11 +83,12 @@ class IsaTarget(CpuElsewhereTarget):
     def stop(self, now: bool) -> None:
         """The shared worker ends when its stdin closes; after a stop it is killed at once (it may be in a case that
         runs to its timeout, and a cancelled job has seconds)."""
+        for told in _STARTED.values():  # every level's is told first: they exit side by side
+            with contextlib.suppress(OSError, AttributeError):  # stdin is a pipe (started with PIPE)
+                told.stdin.close()  # type: ignore[union-attr]
         process = _STARTED.pop(self.level, None)
         if process is None:
             return
-        with contextlib.suppress(OSError, AttributeError):  # stdin is a pipe (started with PIPE)
-            process.stdin.close()  # type: ignore[union-attr]
         try:
             process.wait(timeout=0 if now else 15)
         except subprocess.TimeoutExpired:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from conformance.devices.facts import ScriptDevice, TargetFacts
+from conformance.devices.facts import ScriptDevice, TargetFacts, target_label
 from conformance.devices.placement import ObserverMode, PlacementLog
 from conformance.devices.torch_private import only_lift_cpu_tensors, set_only_lift_cpu_tensors
 
@@ -128,7 +128,7 @@ class Target:
 
     def fresh_copy(self, tensor: torch.Tensor) -> torch.Tensor:
         """A copy of a host tensor on this target that the op may change without touching the original."""
-        return self.put(tensor) if self.is_accelerator else tensor.clone()
+        return self.put(tensor) if self.moves_inputs else tensor.clone()
 
     def synchronize(self) -> None:
         """Wait for queued work so timings and errors belong to the right case (the cpu queues nothing)."""
@@ -195,7 +195,7 @@ class Target:
     @property
     def label(self) -> str:
         """Its name in messages, marked when it is virtual."""
-        return f"{self.name} (virtual)" if self.virtual else self.name
+        return target_label(self.name, self.virtual)
 
     def script_device(self) -> ScriptDevice:
         """Where a repro script reruns its failures on a real machine: the device of its name."""

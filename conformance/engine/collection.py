@@ -49,16 +49,15 @@ def unknown_known_issue_ops(run: ConformanceRun, defined: Mapping[str, Any]) -> 
     """A known-issue entry whose op matches no op it speaks of would apply to nothing, silently (a typo, or an op
     renamed or removed).  A file beside case modules speaks of those modules (a family's file of its own module,
     known_issues.toml of its folder's); a file given with --known-issues, wherever it lies, of every collected case
-    module.  Judged only where every case module of the
-    folders concerned was imported (a run of one file of a folder sees only that file's ops); the message names the
-    closest op where one is spelt almost alike."""
+    module.  Judged only where every case module it speaks of was imported (a run of one file of a folder sees only
+    that file's ops); the message names the closest op where one is spelt almost alike."""
     ops: dict[str, str] = defined.get("ops", {})
     modules: dict[str, list[str]] = defined.get("modules", {})
     explicit = set(run.issues.explicit_files)
     case_modules = set(ops.values()) | {module for module, optional in modules.items() if optional}
+    folders = {Path(source).parent for source in case_modules}  # what an explicit file speaks of
     unknown = []
     for path in run.issues.files_in_use([Path(module) for module in modules]):
-        folders = {Path(source).parent for source in case_modules}
         spoken = (
             [p for folder in folders for p in folder.glob("test_*.py")]
             if path in explicit

@@ -132,8 +132,14 @@ class XdistHooks:
         stop here is only remembered: `interrupts.closing`)."""
         try:
             now = interrupts.requested() is not None
-            for target in self.started:
-                target.stop(now)
+            failed: list[BaseException] = []
+            for target in self.started:  # each is stopped, whatever another's stop raises (an installed kind's)
+                try:
+                    target.stop(now)
+                except Exception as exc:  # noqa: BLE001 - raised below, once the others are stopped
+                    failed.append(exc)
+            if failed:
+                raise failed[0]
         finally:
             if self.folder is not None:
                 shutil.rmtree(self.folder, ignore_errors=True)

@@ -194,7 +194,7 @@ def build_report(run_dir: Path, *, title: str | None = None, summary: Summary | 
     crosslib_page = _crosslib_page(
         run_dir, summary, worst, title or run_dir.name, FactsBook.of_environments(environments)
     )
-    previous = previous_run(run_dir)
+    previous = previous_run(run_dir, summary)
     data = dashboard.page_data(summary, model, loaded, previous, slowdowns(run_dir, previous))
     data["details"] = case_details(findings.records(), cell_of, run_dir)
     page, parts = page_files.split(data)

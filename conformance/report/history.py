@@ -25,10 +25,9 @@ def _profile(summary: Summary) -> Any:
     return summary.environment.get("hypothesis_profile")
 
 
-def previous_run(run_dir: Path) -> PreviousRun | None:
-    """The comparable run before `run_dir`, or None."""
-    current = _summary(run_dir)
-    if current is None or run_dir.parent == run_dir:
+def previous_run(run_dir: Path, current: Summary) -> PreviousRun | None:
+    """The comparable run before `run_dir` (whose summary is `current`), or None."""
+    if run_dir.parent == run_dir:
         return None
     earlier = sorted(
         (p for p in run_dir.parent.iterdir() if p.is_dir() and not p.is_symlink() and p.name < run_dir.name),

@@ -155,7 +155,7 @@ def _warning_lines(summary: Summary) -> list[str]:
             entry = found.setdefault((row.op, row.check, cause), {"targets": set(), "cases": 0, "message": ""})
             entry["targets"].add(row.target)
             entry["cases"] += int((row.causes or {}).get(cause) or row.counts.get("warning", 0))
-            entry["message"] = entry["message"] or next(iter(row.warnings or {}), "")
+            entry["message"] = entry["message"] or row.first_warning
     ordered = sorted(found.items(), key=lambda kv: (-kv[1]["cases"], kv[0]))
     lines = []
     for (op, check, cause), entry in ordered[:WARNING_LINES]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from conformance.devices.facts import target_label
 from conformance.store.tally import VERDICT_ORDER
 
 NEW_VERDICTS = ("fail", "error", "interrupted", "resource")  # an item in one of these is a new failure
@@ -81,12 +82,12 @@ class Group:
 
     @property
     def first_warning(self) -> str:
-        """The first warning message seen (the report's warnings table shows it)."""
+        """The first warning message seen (the terminal's warnings lines and the checks table show it)."""
         return next(iter(self.warnings), "")
 
     @property
     def labelled_target(self) -> str:
-        return self.target + (" (virtual)" if self.virtual else "")
+        return target_label(self.target, self.virtual)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Group:

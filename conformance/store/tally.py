@@ -145,39 +145,31 @@ class Tally:
 
     def add_example(self, example: CountedExample) -> None:
         """One check outcome of one counted example."""
-        verdict, known_issue, behaviour, diverges = (
-            example.verdict,
-            example.known_issue,
-            example.behaviour,
-            example.diverges,
-        )
-        cause, message, peers, max_abs = example.cause, example.message, example.peers, example.max_abs
+        verdict = example.verdict
         self.counts[verdict] += 1
-        if known_issue:
-            self.known.add(known_issue)
-        if behaviour:
-            self.behaviours[behaviour] += 1
-        if diverges:
-            self.diverges[diverges] += 1
-        if verdict != "pass" and cause:
-            self.causes[cause] += 1
+        if example.known_issue:
+            self.known.add(example.known_issue)
+        if example.behaviour:
+            self.behaviours[example.behaviour] += 1
+        if example.diverges:
+            self.diverges[example.diverges] += 1
+        if verdict != "pass" and example.cause:
+            self.causes[example.cause] += 1
         if verdict == "warning":
-            self.warning_cases[str(message or "")] += 1
-        if peers:
-            for name, entry in peers.items():
-                if isinstance(entry, dict):
-                    self._add_peer(name, entry, 1)
-        if max_abs is not None:
-            number = _number(max_abs)
-            if number is not None and (self.worst is None or number > self.worst_value):
-                self.worst_value = number
-                self.worst = {
-                    "max_abs": max_abs,
-                    "mismatch_fraction": example.mismatch_fraction,
-                    "tolerance": example.tolerance,
-                    "atol": example.atol,
-                    "allowed_mismatch_fraction": example.allowed_mismatch_fraction,
-                }
+            self.warning_cases[str(example.message or "")] += 1
+        for name, entry in (example.peers or {}).items():
+            if isinstance(entry, dict):
+                self._add_peer(name, entry, 1)
+        number = _number(example.max_abs) if example.max_abs is not None else None
+        if number is not None and (self.worst is None or number > self.worst_value):
+            self.worst_value = number
+            self.worst = {
+                "max_abs": example.max_abs,
+                "mismatch_fraction": example.mismatch_fraction,
+                "tolerance": example.tolerance,
+                "atol": example.atol,
+                "allowed_mismatch_fraction": example.allowed_mismatch_fraction,
+            }
 
     @property
     def warnings(self) -> Counter[str]:
