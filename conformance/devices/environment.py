@@ -83,9 +83,7 @@ def header_lines(env: dict[str, Any]) -> list[str]:
     cuda_line = f"cuda build {cuda['compiled_with'] or 'none'}"
     if cuda.get("available"):
         cuda_line += f", driver API {cuda.get('driver_api')}, cudnn {cuda.get('cudnn')}"
-    targets = ", ".join(
-        f"{target_label(t['name'], t['virtual'])} [{t['description']}]" for t in env["targets"]
-    )
+    targets = ", ".join(f"{target_label(t['name'], t['virtual'])} [{t['description']}]" for t in env["targets"])
     tf32 = ", ".join(f"{k}={v}" for k, v in env["tf32"].items())
     imported = env.get("imported", {})
     files = ", ".join(
