@@ -277,7 +277,7 @@ def test_run_uses_every_core_unless_told_otherwise(monkeypatch):
     assert not any(a.startswith("-n") for a in pytest_command([]))
 
 
-def test_the_header_says_how_many_workers_run_chose():
+def test_the_header_says_how_many_workers_run_chose(tmp_path):
     result = subprocess.run(
         [
             sys.executable,
@@ -292,6 +292,7 @@ def test_the_header_says_how_many_workers_run_chose():
             "normalize_v1 and cpu-float32-valid-reference",
             "--max-examples",
             "3",
+            f"--reports-dir={tmp_path}",  # not the checkout's reports/ (nor its `latest`)
         ],
         cwd=REPO,
         capture_output=True,
