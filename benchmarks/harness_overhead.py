@@ -259,6 +259,7 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
     from conformance.devices.backward import vjp_by_walking
     from conformance.devices.calls import on_target, sample_params
     from conformance.devices.discovery import discover
+    from conformance.engine.check_runs import drive
     from conformance.spec.handed import SWEEP_ENV
     from conformance.spec.loading import load_specs
     from conformance.spec.recipes import INTEGER_PEAKS, Case, apply_layout, materialize, to_float64
@@ -388,7 +389,8 @@ def bare_loop(work_file: Path, modules: list[str]) -> None:
         gradient_probe = None  # the gradient checks: central differences of the float64 function
         if differentiated:
             reused = spec.gradient.estimate == "reference" and spec.output_dtype_of(case) not in INTEGER_PEAKS
-            gradient_probe = make_probe(spec, case, values, sampled, (lambda ideal=ideal: ideal) if reused else None)
+            at = (lambda ideal=ideal: ideal) if reused else None
+            gradient_probe = drive(make_probe(spec, case, values, sampled, at))
         alone = None  # the batch check: one sample of the batch alone (chosen by the seed), with its parameters
         batch = case.recipe.batch
         if spec.batch_consistent and len(batch) == 1 and batch[0] >= 2 and valid:

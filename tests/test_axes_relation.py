@@ -13,7 +13,9 @@ import torch
 import torchvision.transforms.v2 as T
 from case_modules import control_then_plant
 
-from conformance.checks.axes import fields, mean_squares
+from conformance.checks.axes import DRAWS, fields, mean_squares
+from conformance.devices.calls import draws
+from conformance.spec.opspec import ModuleOp, OpSpec
 
 AXES_SWAPPED = """
 import torchvision.transforms.v2 as T
@@ -53,6 +55,8 @@ def test_a_displacement_scaled_by_the_wrong_side_fails_the_stock_suite_and_the_r
 def test_grid_fields_are_found_by_shape_and_measured_in_pixels():
     found = fields({"displacement": torch.zeros(1, 4, 6, 2), "noise": torch.zeros(1, 2, 4, 6)}, 4, 6)
     assert list(found) == ["displacement"]  # (..., H, W, 2): a grid; (B, 2, H, W) is not one
-    landscape = mean_squares(T.ElasticTransform(), 3, 32, 128, 0)["displacement"]
-    portrait = mean_squares(T.ElasticTransform(), 3, 128, 32, 0)["displacement"]
+    spec = OpSpec(name="elastic", module=ModuleOp(build=lambda params: T.ElasticTransform()), reference=None, dtypes=())
+    seeds = tuple(range(DRAWS))
+    landscape = mean_squares(draws(spec, {}, torch.rand(1, 3, 32, 128), seeds), 32, 128)["displacement"]
+    portrait = mean_squares(draws(spec, {}, torch.rand(1, 3, 128, 32), seeds), 128, 32)["displacement"]
     assert all(0.5 < wide / tall < 2 for wide, tall in zip(landscape, portrait, strict=True))

@@ -181,6 +181,7 @@ def _recipe(channels, side, dtype):
 
 def test_kinks_are_found_and_left_out_of_the_cotangent():
     from conformance.checks.gradients import make_probe
+    from conformance.engine.check_runs import drive
     from conformance.spec.recipes import Case
 
     def doubled(image, params):
@@ -189,7 +190,7 @@ def test_kinks_are_found_and_left_out_of_the_cotangent():
     spec = _pixelwise("brightness", doubled, lambda image, case: np.clip(image * 2, 0, 1), "float64")
     recipe = _recipe(1, 2, "float64")
     values = np.array([[[0.5, 0.2], [0.7, 0.1]]])  # 0.5 doubles to the clamp's edge exactly
-    probe = make_probe(spec, Case("brightness", recipe, {}), values, None)
+    probe = drive(make_probe(spec, Case("brightness", recipe, {}), values, None))
     assert probe.left_out == 1 and probe.cotangent[0, 0, 0] == 0.0 and probe.cotangent[0, 1, 0] != 0.0
 
 

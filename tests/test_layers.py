@@ -43,6 +43,18 @@ def test_an_upward_import_breaks_the_contract_naming_both_modules(tmp_path):
     assert "conformance.spec.recipes -> conformance.engine.session" in result.stdout
 
 
+def test_a_check_that_calls_the_op_itself_breaks_the_contract(tmp_path):
+    """Checks yield requests; the engine runs them (conformance.engine.check_runs): an op call from checks/ fails."""
+    shutil.copytree(ROOT / "conformance", tmp_path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    batch = tmp_path / "conformance" / "checks" / "batch.py"
+    batch.write_text(batch.read_text() + "\nfrom conformance.devices.calls import run_op  # calling the op again\n")
+    result = _lint(tmp_path)
+    assert result.returncode != 0
+    assert "Checks never call the op" in result.stdout and "BROKEN" in result.stdout
+    assert "conformance.checks.batch -> conformance.devices.calls" in result.stdout
+
+
 # what differs per kind of target is the target's own (a method or attribute): no module outside devices/ tests a
 # target's name or type (issue 40's grep, kept) or reads what kind it is (issue 48: `.virtual`, `.compiled`,
 # `.cpu_path`, an ISA `level`, `.is_accelerator`: a check asks what it can do, e.g. `moves_inputs`); a record or

@@ -87,7 +87,6 @@ def test_a_random_index_that_happens_to_number_the_rows_is_still_sliced_by_posit
 def test_the_batch_check_passes_random_channel_dropout_on_the_draw_that_fooled_a_probe_one_larger():
     """Seed 97, two samples: RandomChannelDropout's channel_idx [[0], [1]] (and [[0], [1], [2]] for three) looked
     like row numbers, so the second sample ran alone with the first one's channel and the check failed."""
-    from conformance.checks.batch import check_batch
     from conformance.devices.targets import CPU
     from conformance.engine.cases import CaseCache
     from conformance.spec import sweep
@@ -96,7 +95,8 @@ def test_the_batch_check_passes_random_channel_dropout_on_the_draw_that_fooled_a
     found = next(f for f in sweep.discover("kornia.augmentation") if f.name == "RandomChannelDropout")
     spec = sweep.spec_of(found)
     recipe = Recipe(height=32, width=32, channels=3, batch=(2,), dtype="float32", content="constant", seed=97)
-    outcome = check_batch(CaseCache().context(spec, Case(spec.name, recipe, {"p": 1.0}), CPU, "p1"))
+    cache = CaseCache()
+    outcome = cache.outcome(cache.context(spec, Case(spec.name, recipe, {"p": 1.0}), CPU, "p1"), "batch")
     assert outcome is not None and outcome.passed, outcome
 
 

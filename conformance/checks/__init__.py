@@ -29,8 +29,9 @@
   gradient_device an accelerator's gradient against the cpu's
   baseline        with --baseline DIR: the output against another build's for the same case
 
-Each is its own pytest item.  They read a `CaseContext` (`context`), which the engine builds; `peers`
-is the cross-library measurement the reference outcome carries; `evidence` what a failure keeps.
+Each is its own pytest item.  They read a `CaseContext` (`context`), which the engine builds, and never call the op:
+one that needs another run yields a request (`requests`) that the engine runs and sends back; `peers` is the
+cross-library measurement the reference outcome carries; `evidence` what a failure keeps.
 
 Adding a check is one module here with one `register(Check(...))` call: every module of this package is
 imported below, so its checks are registered before any item is made.  Another package adds checks with an entry

@@ -32,7 +32,7 @@ import torch
 from conformance.checks.context import CaseContext
 from conformance.checks.forms import IDENTICAL, FirstCases, differs, eager_tensor_call, usable
 from conformance.checks.registry import Check, CheckOutcome, register
-from conformance.devices.calls import run_op
+from conformance.checks.requests import Steps, call
 from conformance.devices.targets import Target
 from conformance.spec.tolerances import UNCALIBRATED, Tolerance, pick_tolerance
 
@@ -90,7 +90,7 @@ MODES = (
 )
 
 
-def check_ambient(ctx: CaseContext) -> CheckOutcome | None:
+def check_ambient(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     if ctx.case.recipe.empty or not usable(ctx.run):
         return None
     dtype = ctx.case.recipe.dtype
@@ -99,10 +99,8 @@ def check_ambient(ctx: CaseContext) -> CheckOutcome | None:
         return None
     tried: list[str] = []
     for mode in modes:
-        with mode.enter(ctx.target):
-            run = run_op(
-                ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s
-            )
+        with mode.enter(ctx.target):  # open while the engine runs the call: its input is made under the mode too
+            run = yield from call(ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled)
         if not usable(run):
             continue
         tried.append(mode.name)

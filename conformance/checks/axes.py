@@ -25,6 +25,7 @@ import torch
 from conformance.checks.context import CaseContext
 from conformance.checks.forms import FirstCases, eager_tensor_call
 from conformance.checks.registry import Check, CheckOutcome, register
+from conformance.checks.requests import Steps, draws
 from conformance.devices.targets import CPU, Target
 from conformance.spec.opspec import OpSpec
 from conformance.spec.sampled import named_leaves
@@ -35,15 +36,6 @@ DRAWS = 24
 FACTOR = 4.0  # of the mean squares: a factor of 2 in the displacement's size
 SIDES = (32, 128)  # the landscape image's height and width (4:1; torchvision's blur reflects 20 pixels)
 _first_cases = FirstCases(1)
-
-
-def draw(module: Any, image: torch.Tensor) -> Any:
-    """The module's parameters for the image, drawn by the module's own sampler (kornia: `forward_parameters`;
-    torchvision v2: `make_params`, `_get_params` before 0.21 named it), or None where it has no sampler."""
-    if hasattr(module, "forward_parameters"):
-        return module.forward_parameters(image.shape)
-    sampler = getattr(module, "make_params", None) or getattr(module, "_get_params", None)
-    return sampler([image]) if sampler is not None else None
 
 
 def fields(params: Any, height: int, width: int) -> dict[str, torch.Tensor]:
@@ -58,31 +50,35 @@ def fields(params: Any, height: int, width: int) -> dict[str, torch.Tensor]:
     }
 
 
-def mean_squares(module: Any, channels: int, height: int, width: int, seed: int) -> dict[str, tuple[float, float]]:
-    """Each grid field's mean square in pixels along x and along y, over DRAWS draws for a height x width image."""
-    image = torch.rand(1, channels, height, width)
+def mean_squares(drawn: list[Any], height: int, width: int) -> dict[str, tuple[float, float]]:
+    """Each grid field's mean square in pixels along x and along y, over the draws for a height x width image."""
     sums: dict[str, list[float]] = {}
-    with torch.random.fork_rng(devices=[]):
-        for index in range(DRAWS):
-            CPU.seed(seed + index)
-            for name, field in fields(draw(module, image), height, width).items():
-                pixels = field.double() * torch.tensor([width / 2, height / 2], dtype=torch.float64)
-                total = sums.setdefault(name, [0.0, 0.0])
-                total[0] += float(pixels[..., 0].square().mean()) / DRAWS
-                total[1] += float(pixels[..., 1].square().mean()) / DRAWS
+    for params in drawn:
+        for name, field in fields(params, height, width).items():
+            pixels = field.double() * torch.tensor([width / 2, height / 2], dtype=torch.float64)
+            total = sums.setdefault(name, [0.0, 0.0])
+            total[0] += float(pixels[..., 0].square().mean()) / len(drawn)
+            total[1] += float(pixels[..., 1].square().mean()) / len(drawn)
     return {name: (x, y) for name, (x, y) in sums.items()}
 
 
-def check_axes(ctx: CaseContext) -> CheckOutcome | None:
+def _drawn(form: OpSpec, ctx: CaseContext, height: int, width: int) -> Steps[dict[str, tuple[float, float]]]:
+    """The module's fields' mean squares over DRAWS draws (seeded from the case's seed on) for a height x width
+    image; what its constructor or sampler raises is raised."""
+    image = torch.rand(1, ctx.case.recipe.channels, height, width)
+    seeds = tuple(ctx.case.recipe.seed + index for index in range(DRAWS))
+    drawn = yield from draws(form, dict(ctx.case.params), image, seeds)
+    return mean_squares(drawn, height, width)
+
+
+def check_axes(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     form = ctx.spec.module_form()
     if form is None or form.module is None or not _first_cases.take(ctx):
         return None
+    height, width = SIDES
     try:
-        module = form.module.build(dict(ctx.case.params))
-        height, width = SIDES
-        channels = ctx.case.recipe.channels
-        landscape = mean_squares(module, channels, height, width, ctx.case.recipe.seed)
-        portrait = mean_squares(module, channels, width, height, ctx.case.recipe.seed)
+        landscape = yield from _drawn(form, ctx, height, width)
+        portrait = yield from _drawn(form, ctx, width, height)
     except Exception:  # noqa: BLE001 - a sampler that refuses these images: the sampling check's finding
         return None
     compared = [name for name in landscape if name in portrait and max(*landscape[name], *portrait[name]) > 0]

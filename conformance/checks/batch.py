@@ -17,7 +17,7 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register, valid_inputs
-from conformance.devices.calls import run_op, sample_params
+from conformance.checks.requests import Steps, call, parameters
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import holds_values, host_tensor
 from conformance.spec.opspec import OpSpec
@@ -33,15 +33,15 @@ class _Probe:
     nbytes: int = 4096
 
 
-def _probe(ctx: CaseContext, batch: int) -> Any:
-    def compute() -> _Probe:
+def _probe(ctx: CaseContext, batch: int) -> Steps[Any]:
+    def compute() -> Steps[_Probe]:
         shape = (probe_size(batch), *ctx.source.dense.shape[1:])
-        return _Probe(sample_params(ctx.spec, torch.zeros(shape), ctx.case))
+        return _Probe((yield from parameters(ctx.spec, torch.zeros(shape), ctx.case)))
 
-    return ctx.inputs.derived("batch_probe", compute).value
+    return (yield from ctx.inputs.derived("batch_probe", compute)).value
 
 
-def check_batch(ctx: CaseContext) -> CheckOutcome | None:
+def check_batch(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     batch = ctx.case.recipe.batch
     if len(batch) != 1 or batch[0] < 2 or ctx.output64 is None:
         return None  # one sample, or the op raised (the error check's): nothing to split
@@ -53,11 +53,11 @@ def check_batch(ctx: CaseContext) -> CheckOutcome | None:
     # the cost of one more call a case instead of one a sample (a bug that bleeds or swaps shows at any position)
     index = ctx.case.recipe.seed % size
     try:
-        sampled = None if ctx.sampled is None else per_sample(ctx.sampled, _probe(ctx, size), index, size)
+        sampled = None if ctx.sampled is None else per_sample(ctx.sampled, (yield from _probe(ctx, size)), index, size)
     except NotSliceable:
         return None  # whose parameters are whose cannot be told: nothing to compare
     alone = ctx.source.on(ctx.target)[index : index + 1]
-    run = run_op(ctx.spec, alone, ctx.case, ctx.target, sampled, timeout_s=ctx.timeout_s)
+    run = yield from call(ctx.spec, alone, ctx.case, ctx.target, sampled)
     if run.not_run is not None or run.resource is not None:
         return None
     if run.error is not None:

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import torch
 
+from conformance.checks.requests import Steps
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import holds_values, host_tensor
@@ -26,6 +27,8 @@ from conformance.spec.overrides import Override
 from conformance.spec.recipes import INTEGER_PEAKS, Case, Recipe, apply_layout, materialize, to_float64
 from conformance.spec.tolerances import Tolerance
 from conformance.store.outputs import BaselineOutputs
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -76,16 +79,30 @@ class CaseInputs:
     source: InputImage
     sampled: Sampled | None
     reference: Callable[[], np.ndarray]
-    shared: Callable[[str, Callable[[], Any]], Any] | None = None  # the engine's memo of other per-case values
+    memo: CaseMemo | None = None  # the engine's memo of other per-case values
 
     @property
     def output_dtype(self) -> str:
         return self.spec.output_dtype_of(self.case)
 
-    def derived(self, name: str, compute: Callable[[], Any]) -> Any:
-        """A per-case value a check derives (e.g. the gradient check's probe), made once for every target
-        (`compute()` must return an object with `nbytes`, which the engine's cache counts)."""
-        return compute() if self.shared is None else self.shared(name, compute)
+    def derived(self, name: str, compute: Callable[[], Steps[T]]) -> Steps[T]:
+        """A per-case value a check derives (e.g. the gradient check's probe), made once for every target where
+        the engine's memo keeps it (`compute()`'s steps must return an object with `nbytes`, which it counts)."""
+        held: T | None = None if self.memo is None else self.memo.held(name)
+        if held is not None:
+            return held
+        value = yield from compute()
+        if self.memo is not None:
+            self.memo.keep(name, value)
+        return value
+
+
+@dataclass(frozen=True)
+class CaseMemo:
+    """Where the engine keeps what checks derive per case (`held`: None where it holds nothing under the name)."""
+
+    held: Callable[[str], Any]
+    keep: Callable[[str, Any], None]
 
 
 class Tolerances:
@@ -108,17 +125,14 @@ class Tolerances:
 NO_PEERS: tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]] = ({}, {})
 
 
-T = TypeVar("T")
-
-
 @dataclass(frozen=True, eq=False)
 class Derived(Generic[T]):
     """A value checks derive from a case on a target and share (a backward run, the call that records what it
-    entered), made once per context: `ctx.derive(WHAT)`.  The object itself is the key, so two modules cannot
-    collide on a name, and what it holds is typed."""
+    entered), made once per context: `yield from ctx.derive(WHAT)` (its compute asks the engine for runs).  The
+    object itself is the key, so two modules cannot collide on a name, and what it holds is typed."""
 
     name: str
-    compute: Callable[[CaseContext], T]
+    compute: Callable[[CaseContext], Steps[T]]
 
 
 class CaseContext:
@@ -153,10 +167,10 @@ class CaseContext:
         self.outcomes: dict[str, Any] = {}  # check name -> its CheckOutcome or None (conformance.checks.registry)
         self._derived: dict[Derived[Any], Any] = {}  # what checks computed on this target for later items
 
-    def derive(self, what: Derived[T]) -> T:
+    def derive(self, what: Derived[T]) -> Steps[T]:
         """`what`'s value for this case on this target, computed on first use."""
         if what not in self._derived:
-            self._derived[what] = what.compute(self)
+            self._derived[what] = yield from what.compute(self)
         found: T = self._derived[what]
         return found
 

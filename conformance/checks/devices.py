@@ -18,7 +18,7 @@ from conformance.checks.registry import (
     register,
     valid_inputs,
 )
-from conformance.devices.calls import run_op
+from conformance.checks.requests import Steps, call
 from conformance.devices.placement import PlacementLog
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import Target
@@ -116,14 +116,12 @@ def _unmoved_behaviour(ctx: CaseContext, run: OpRun) -> tuple[str, str]:
     return "works", ""
 
 
-def check_unmoved(ctx: CaseContext) -> CheckOutcome | None:
+def check_unmoved(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     """A module left on the cpu, called with a device input as users call parameter-free augmentations
     (its own sampling, no `.to()`): it must keep the spec's promise."""
     if ctx.run.error is not None or ctx.spec.module is None:
         return None  # the moved module already fails: nothing to compare with
-    run = run_op(
-        ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, None, move_module=False, timeout_s=ctx.timeout_s
-    )
+    run = yield from call(ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, None, move_module=False)
     if run.not_run is not None or run.resource is not None:
         return None
     promise = ctx.spec.module.unmoved

@@ -25,6 +25,7 @@ from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered, given
 from conformance.checks.forms import FirstCases, differs, eager_tensor_call, usable
 from conformance.checks.registry import Check, CheckOutcome, register
+from conformance.checks.requests import Steps
 from conformance.devices.entry import Entry
 from conformance.devices.targets import Target
 from conformance.spec.signatures import Encoding, accepted, encodings
@@ -53,14 +54,14 @@ def _made(ctx: CaseContext, encoding: Encoding) -> Any:
     return ctx.target.put(encoding.value) if encoding.on_target else encoding.value
 
 
-def check_types(ctx: CaseContext) -> CheckOutcome | None:
+def check_types(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     if ctx.case.recipe.empty or not usable(ctx.run):
         return None
     if not _first_cases.take(ctx):
         return None  # this variant's first cases were checked on this target
     random = ctx.spec.samples
     sampled = None if random else ctx.sampled  # a random module draws with each encoding (seeded alike)
-    entry, plain = entered(ctx, sampled)
+    entry, plain = yield from entered(ctx, sampled)
     if entry is None:
         return None  # the call enters no public callable of a library whose signature is read
     tried = trials(entry, ctx.case.recipe.dtype, ctx.target, tuple(ctx.source.dense.shape))
@@ -68,7 +69,7 @@ def check_types(ctx: CaseContext) -> CheckOutcome | None:
     details: dict[str, Any] = {"callable": entry.name, "tried": []}
     failures: list[tuple[str, Encoding, CheckOutcome]] = []
     for name, encoding in tried:
-        again = given(ctx, entry, {name: _made(ctx, encoding)}, sampled)
+        again = yield from given(ctx, entry, {name: _made(ctx, encoding)}, sampled)
         if again is None:
             continue  # the call took another path this time: nothing was given in this encoding
         details["tried"].append(f"{name}: {encoding.label}")
@@ -79,7 +80,8 @@ def check_types(ctx: CaseContext) -> CheckOutcome | None:
     together = {name: encoding for name, encoding in tried if encoding.on_target}
     refused = {name for name, _, found in failures if found.cause == "raises"}
     if refused and len(together) > 1 and refused <= set(together):
-        again = given(ctx, entry, {name: _made(ctx, encoding) for name, encoding in together.items()}, sampled)
+        made = {name: _made(ctx, encoding) for name, encoding in together.items()}
+        again = yield from given(ctx, entry, made, sampled)
         if again is not None and differs(ctx, "types", again, plain, "the plain call", default) is None:
             details["together"] = sorted(together)
             failures = [failure for failure in failures if failure[0] not in refused]

@@ -24,6 +24,7 @@ from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered, given
 from conformance.checks.forms import FirstCases, declared, differs, eager_tensor_call
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
+from conformance.checks.requests import Steps
 from conformance.devices.entry import Entry
 from conformance.devices.targets import CPU
 from conformance.devices.virtual.tensor import holds_values, host_tensor
@@ -60,7 +61,7 @@ def states(entry: Entry) -> list[tuple[str, Encoding]]:
     ]
 
 
-def _same_on_batch(ctx: CaseContext, entry: Entry) -> CheckOutcome | None:
+def _same_on_batch(ctx: CaseContext, entry: Entry) -> Steps[CheckOutcome | None]:
     """A random module built with `same_on_batch=True`, given one image repeated: one image back, repeated.  Only
     where the callable entered is the op's module itself: a container's first member is entered first, and its flag
     alone says nothing of the others'."""
@@ -71,7 +72,7 @@ def _same_on_batch(ctx: CaseContext, entry: Entry) -> CheckOutcome | None:
     if type(ctx.spec.module.build(dict(ctx.case.params))) is not entry.callable:
         return None
     repeated = dense[:1].expand_as(dense).clone()
-    run = given(ctx, entry, {"same_on_batch": True}, None, image=repeated)  # the module draws for the batch
+    run = yield from given(ctx, entry, {"same_on_batch": True}, None, image=repeated)  # the module draws for the batch
     if run is None or run.error is not None or not holds_values(run.output):
         return None
     output: np.ndarray = to_float64(host_tensor(run.output))
@@ -85,23 +86,23 @@ def _same_on_batch(ctx: CaseContext, entry: Entry) -> CheckOutcome | None:
     return CheckOutcome("flags", True)
 
 
-def check_flags(ctx: CaseContext) -> CheckOutcome | None:
+def check_flags(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     if ctx.case.recipe.empty or ctx.output64 is None or not _first_cases.take(ctx):
         return None
-    entry, _ = entered(ctx, ctx.sampled)
+    entry, _ = yield from entered(ctx, ctx.sampled)
     if entry is None:
         return None
     tried: list[str] = []
     random = ctx.spec.samples
-    if random and (found := _same_on_batch(ctx, entry)) is not None:
+    if random and (found := (yield from _same_on_batch(ctx, entry))) is not None:
         if not found.passed:
             return found
         tried.append("same_on_batch=True on one image repeated")
     if ctx.target.compared_with_cpu:
         default = declared(ctx, "flags") or another_state(ctx.output_dtype)
         for name, state in states(entry):
-            mine = given(ctx, entry, {name: state.value}, ctx.sampled)
-            theirs = given(ctx, entry, {name: state.value}, ctx.sampled, target=CPU)
+            mine = yield from given(ctx, entry, {name: state.value}, ctx.sampled)
+            theirs = yield from given(ctx, entry, {name: state.value}, ctx.sampled, target=CPU)
             if mine is None or theirs is None:
                 continue
             tried.append(f"{name}={state.label}")

@@ -19,7 +19,7 @@ import torch
 
 from conformance.checks.context import CaseContext, Derived
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register, valid_inputs
-from conformance.devices.calls import run_op
+from conformance.checks.requests import Steps, call
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import holds_values, host_tensor
@@ -112,24 +112,24 @@ def watched(spec: OpSpec, watch: Callable[[], AbstractContextManager[Any]]) -> O
     return dataclasses.replace(spec, call=watched_call)
 
 
-def _counterpart_run(ctx: CaseContext) -> OpRun:
+def _counterpart_run(ctx: CaseContext) -> Steps[OpRun]:
     other = ctx.spec.other_form()
     assert other is not None
-    return run_op(other, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s)
+    return (yield from call(other, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled))
 
 
 COUNTERPART_RUN = Derived("counterpart_run", _counterpart_run)
 
 
-def counterpart_run(ctx: CaseContext) -> OpRun:
+def counterpart_run(ctx: CaseContext) -> Steps[OpRun]:
     """The other form on the case's own input on this target (shared by the two checks)."""
-    return ctx.derive(COUNTERPART_RUN)
+    return (yield from ctx.derive(COUNTERPART_RUN))
 
 
-def check_module(ctx: CaseContext) -> CheckOutcome | None:
+def check_module(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     counterpart = ctx.spec.counterpart
     assert counterpart is not None
-    other = counterpart_run(ctx)
+    other = yield from counterpart_run(ctx)
     if not usable(ctx.run) or not usable(other):
         return None
     mine, theirs = ("the module", "the function") if ctx.spec.module is not None else ("the function", "the module")

@@ -22,17 +22,15 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import torch
 
 from conformance.checks.context import CaseContext, Derived
 from conformance.checks.devices import device_problems
-from conformance.checks.registry import Check, CheckOutcome, compare_check, failed, outcome, register
+from conformance.checks.registry import Check, CheckOutcome, compare_check, failed, register, verdict
+from conformance.checks.requests import Steps, backward, call
 from conformance.checks.values import diverging_side
-from conformance.devices.backward import run_vjp
-from conformance.devices.calls import run_op
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import CPU
 from conformance.devices.virtual.tensor import holds_values, host_tensor
@@ -65,7 +63,7 @@ def make_probe(
     values: np.ndarray,
     sampled: Sampled | None,
     at_values: Callable[[], np.ndarray] | None = None,
-) -> Probe:
+) -> Steps[Probe]:
     """The case's cotangent, directions and directional derivatives (seeded by the case: the same on every
     target and in every run).  `at_values`: f(values) where the caller already has it (the cached reference:
     one of the six float64 evaluations, the costliest part of a gradient item)."""
@@ -75,12 +73,14 @@ def make_probe(
     f = _estimated_function(spec, case, sampled)
     step = declared.step
     try:
-        at = f(values) if at_values is None else np.asarray(at_values(), dtype=np.float64)
+        at = (yield from f(values)) if at_values is None else np.asarray(at_values(), dtype=np.float64)
         moves = []
         for _ in range(DIRECTIONS):
             u = rng.standard_normal(values.shape)
-            moves.append((u, f(values + step * u), f(values - step * u)))
-        both = f(values + step * sum(u for u, _, _ in moves))
+            ahead = yield from f(values + step * u)
+            behind = yield from f(values - step * u)
+            moves.append((u, ahead, behind))
+        both = yield from f(values + step * sum(u for u, _, _ in moves))
     except Exception as exc:  # noqa: BLE001 - the reference or the float64 forward cannot run on this case
         return Probe(np.empty(0), [], [], 0, error=f"{type(exc).__name__}: {exc}"[:300])
     kink = ~np.isfinite(at)
@@ -103,27 +103,28 @@ def make_probe(
     return Probe(cotangent, [u for u, _, _ in moves], estimates, int(kink.sum()))
 
 
-def _estimated_function(spec: OpSpec, case: Case, sampled: Sampled | None) -> Any:
+def _estimated_function(spec: OpSpec, case: Case, sampled: Sampled | None) -> Callable[[np.ndarray], Steps[np.ndarray]]:
+    """f: the reference, or where it cannot be differentiated the op's own forward in float64 on the cpu."""
     declared = spec.gradient
     assert declared is not None
     reference = spec.reference
-    if declared.estimate == "reference":
-        if reference is None:
-            raise ValueError(f"{spec.name}: a Gradient estimated from the reference needs a reference")
-        if sampled is None:
-            return lambda x: np.asarray(reference(x, case), dtype=np.float64)
-        return lambda x: np.asarray(reference(x, case, sampled), dtype=np.float64)
+    if declared.estimate == "reference" and reference is None:
+        raise ValueError(f"{spec.name}: a Gradient estimated from the reference needs a reference")
 
-    def forward64(x: np.ndarray) -> np.ndarray:  # the op's own forward, in float64, on the cpu
-        run = run_op(spec, torch.tensor(x), case, CPU, sampled)
+    def f(x: np.ndarray) -> Steps[np.ndarray]:
+        if declared.estimate == "reference":
+            assert reference is not None
+            found = reference(x, case) if sampled is None else reference(x, case, sampled)
+            return np.asarray(found, dtype=np.float64)
+        run = yield from call(spec, torch.tensor(x), case, CPU, sampled, timed=False)
         if run.error is not None or not isinstance(run.output, torch.Tensor):
             raise RuntimeError(f"the op's float64 forward on the cpu: {run.error or type(run.output).__name__}")
         return to_float64(run.output)
 
-    return forward64
+    return f
 
 
-def probe_of(ctx: CaseContext) -> Probe:
+def probe_of(ctx: CaseContext) -> Steps[Probe]:
     # the engine's cached reference is f(values) itself where it is the unrounded reference (not a uint8 output,
     # which expected_output rounds): the same float64 values, computed once for the reference check
     reused = (
@@ -131,7 +132,7 @@ def probe_of(ctx: CaseContext) -> Probe:
         and ctx.spec.gradient.estimate == "reference"
         and ctx.output_dtype not in INTEGER_PEAKS
     )
-    found: Probe = ctx.inputs.derived(
+    found: Probe = yield from ctx.inputs.derived(
         "gradient",
         lambda: make_probe(
             ctx.spec, ctx.case, ctx.source.values, ctx.sampled, (lambda: ctx.expected) if reused else None
@@ -140,41 +141,35 @@ def probe_of(ctx: CaseContext) -> Probe:
     return found
 
 
-def _gradient_run(ctx: CaseContext) -> OpRun:
-    return run_vjp(
-        ctx.spec,
-        ctx.source.on(ctx.target),
-        ctx.case,
-        ctx.target,
-        ctx.sampled,
-        torch.from_numpy(probe_of(ctx).cotangent),
-        timeout_s=ctx.timeout_s,
-    )
+def _gradient_run(ctx: CaseContext) -> Steps[OpRun]:
+    probe = yield from probe_of(ctx)
+    image = ctx.source.on(ctx.target)
+    return (yield from backward(ctx.spec, image, ctx.case, ctx.target, ctx.sampled, torch.from_numpy(probe.cotangent)))
 
 
 GRADIENT_RUN = Derived("gradient", _gradient_run)  # the target's backward run (the report keeps its gradient)
 
 
-def gradient_run(ctx: CaseContext) -> OpRun:
+def gradient_run(ctx: CaseContext) -> Steps[OpRun]:
     """The target's gradient of the case for the probe's cotangent, computed once per context."""
-    return ctx.derive(GRADIENT_RUN)
+    return (yield from ctx.derive(GRADIENT_RUN))
 
 
-def gradient64(ctx: CaseContext) -> np.ndarray | None:
-    run = gradient_run(ctx)
+def gradient64(ctx: CaseContext) -> Steps[np.ndarray | None]:
+    run = yield from gradient_run(ctx)
     return to_float64(host_tensor(run.output)) if run.error is None and holds_values(run.output) else None
 
 
-def check_gradient(ctx: CaseContext) -> CheckOutcome | None:
+def check_gradient(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     if not ctx.returned_tensor:
         return None  # the forward failed: its error check says so
-    forward = outcome(ctx, "reference")
+    forward = yield from verdict(ctx, "reference")
     if forward is not None and not forward.passed:
         return None  # the output is off the reference here: its reference item (or known issue) says so already
-    probe = probe_of(ctx)
+    probe = yield from probe_of(ctx)
     if probe.error is not None or not probe.cotangent.any():
         return None  # no estimate (the reference cannot run here) or every output element at a kink
-    run = gradient_run(ctx)
+    run = yield from gradient_run(ctx)
     tolerance = ctx.tolerance("gradient")
     details = {"left_out": probe.left_out, "elements": int(probe.cotangent.size), "estimates": probe.estimates}
     if run.not_run is not None:
@@ -192,7 +187,7 @@ def check_gradient(ctx: CaseContext) -> CheckOutcome | None:
     problems = device_problems(ctx, run, run.log, "backward: ")
     if problems:
         return failed("gradient", problems, tolerance=tolerance, details=details)
-    grad = gradient64(ctx)
+    grad = yield from gradient64(ctx)
     assert grad is not None
     if grad.shape != probe.directions[0].shape:
         return CheckOutcome(
@@ -226,14 +221,15 @@ def check_gradient(ctx: CaseContext) -> CheckOutcome | None:
     return found
 
 
-def check_gradient_device(ctx: CaseContext) -> CheckOutcome | None:
+def check_gradient_device(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     twin = ctx.twin
-    if twin is None or not ctx.returned_tensor or probe_of(ctx).error is not None:
+    if twin is None or not ctx.returned_tensor or (yield from probe_of(ctx)).error is not None:
         return None
-    forward = outcome(ctx, ctx.target.twin_check)
+    forward = yield from verdict(ctx, ctx.target.twin_check)
     if forward is not None and not forward.passed:
         return None  # the outputs already differ here: the cross_device (compiled) item says so
-    mine, theirs = gradient64(ctx), gradient64(twin)
+    mine = yield from gradient64(ctx)
+    theirs = yield from gradient64(twin)
     if mine is None or theirs is None or mine.shape != theirs.shape:
         return None  # a backward that failed or misshaped: the gradient check on that side says so
     name = ctx.target.twin_label
@@ -246,7 +242,7 @@ def check_gradient_device(ctx: CaseContext) -> CheckOutcome | None:
     found = compare_check("gradient_device", mine / scale, theirs / scale, tolerance, "float64", name)
     if found.passed:
         return found
-    side = diverging_side(ctx, name, "gradient")
+    side = yield from diverging_side(ctx, name, "gradient")
     found.diverges = side
     if side == name:
         return replace(

@@ -21,7 +21,7 @@ import torch
 from conformance.checks.context import CaseContext, InputImage
 from conformance.checks.forms import FirstCases, counterpart_run, differs, in_process_eager, keeping, usable
 from conformance.checks.registry import Check, CheckOutcome, register
-from conformance.devices.calls import run_op, sample_on, sample_params
+from conformance.checks.requests import Steps, call, own_draw, parameters
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import INTEGER_PEAKS, Case, Recipe
@@ -65,10 +65,10 @@ def earlier_recipes(spec: OpSpec, recipe: Recipe, mode: str) -> list[tuple[str, 
     return found
 
 
-def check_history(ctx: CaseContext) -> CheckOutcome | None:
+def check_history(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     form = ctx.spec.module_form()
     assert form is not None
-    fresh_last = ctx.run if ctx.spec.module is not None else counterpart_run(ctx)
+    fresh_last = ctx.run if ctx.spec.module is not None else (yield from counterpart_run(ctx))
     if ctx.case.recipe.empty or not usable(fresh_last) or fresh_last.error is not None:
         return None  # no output of a fresh instance to hold the reused one to (the error item carries a raise)
     if not _history_cases.take(ctx):
@@ -79,22 +79,22 @@ def check_history(ctx: CaseContext) -> CheckOutcome | None:
         image = InputImage.make(recipe)
         case = Case(ctx.case.op, recipe, ctx.case.params)
         try:
-            sampled = sample_params(form, image.dense, case)
+            sampled = yield from parameters(form, image.dense, case)
         except Exception:  # noqa: BLE001 - a sampler that refuses this input: nothing to replay on it, so skip it
             continue
-        fresh = run_op(form, image.on(ctx.target), case, ctx.target, sampled, timeout_s=ctx.timeout_s)
+        fresh = yield from call(form, image.on(ctx.target), case, ctx.target, sampled)
         if form.samples:  # the reused instance draws for this input itself, as its forward would
-            sample_on(reused, image.on(ctx.target), case, ctx.target, timeout_s=ctx.timeout_s)
-        again = run_op(reused, image.on(ctx.target), case, ctx.target, sampled, timeout_s=ctx.timeout_s)
+            yield from own_draw(reused, image.on(ctx.target), case, ctx.target)
+        again = yield from call(reused, image.on(ctx.target), case, ctx.target, sampled)
         if not (usable(fresh) and usable(again)):
             continue
         sequence.append((label, differs(ctx, "history", again, fresh, "a fresh instance")))
-    last = run_op(reused, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s)
+    last = yield from call(reused, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled)
     if not usable(last):
         return None
     sequence.append(("this case", differs(ctx, "history", last, fresh_last, "a fresh instance")))
     if form.samples:
-        sequence.append(("its own draw for this case", _drawn_otherwise(ctx, form, reused)))
+        sequence.append(("its own draw for this case", (yield from _drawn_otherwise(ctx, form, reused))))
     details = {"sequence": [{"input": label, "same": found is None} for label, found in sequence]}
     broken = [(label, found) for label, found in sequence if found is not None]
     if not broken:
@@ -106,12 +106,10 @@ def check_history(ctx: CaseContext) -> CheckOutcome | None:
     return first
 
 
-def _drawn_otherwise(ctx: CaseContext, form: OpSpec, reused: OpSpec) -> CheckOutcome | None:
+def _drawn_otherwise(ctx: CaseContext, form: OpSpec, reused: OpSpec) -> Steps[CheckOutcome | None]:
     """Whether the reused instance draws other parameters for the case's input than a fresh one, seeded alike."""
-    own, fresh = (
-        sample_on(spec, ctx.source.on(ctx.target), ctx.case, ctx.target, timeout_s=ctx.timeout_s)
-        for spec in (reused, form)
-    )
+    own = yield from own_draw(reused, ctx.source.on(ctx.target), ctx.case, ctx.target)
+    fresh = yield from own_draw(form, ctx.source.on(ctx.target), ctx.case, ctx.target)
     if own.params is None or fresh.params is None:
         return None  # a sampler that refuses the input (the sampling check's finding)
     mine, theirs = named_leaves(own.params), named_leaves(fresh.params)

@@ -36,7 +36,7 @@ from conformance.checks.entered import entered
 from conformance.checks.forms import FirstCases, eager_tensor_call, usable
 from conformance.checks.matrix import content_tolerance, geometric_warp, warped
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
-from conformance.devices.calls import run_op
+from conformance.checks.requests import Steps, call
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.domain import Returns
@@ -133,10 +133,10 @@ def _projection(values: list[np.ndarray], dtype: str) -> tuple[CheckOutcome, Che
     return held("g(f(x))", back_again, back), held("f(x)", there_again, there)
 
 
-def _given(ctx: CaseContext, forward: Callable[..., Any]) -> tuple[torch.Tensor, dict[str, Any]] | None:
+def _given(ctx: CaseContext, forward: Callable[..., Any]) -> Steps[tuple[torch.Tensor, dict[str, Any]] | None]:
     """The image and arguments the case's call gives `forward`: those it entered it with, or, where it entered the
     class that wraps it, the case's input and the class's constructor arguments (None: it entered neither)."""
-    entry, _ = entered(ctx, ctx.sampled)
+    entry, _ = yield from entered(ctx, ctx.sampled)
     if entry is None:
         return None
     if entry.callable is forward:
@@ -149,14 +149,16 @@ def _given(ctx: CaseContext, forward: Callable[..., Any]) -> tuple[torch.Tensor,
     return None
 
 
-def check_named_pair(ctx: CaseContext, pair: tuple[Callable[..., Any], Callable[..., Any]]) -> CheckOutcome | None:
-    given = _given(ctx, pair[0])
+def check_named_pair(
+    ctx: CaseContext, pair: tuple[Callable[..., Any], Callable[..., Any]]
+) -> Steps[CheckOutcome | None]:
+    given = yield from _given(ctx, pair[0])
     if given is None:
         return None
     image, arguments = given
     chain = dataclasses.replace(ctx.spec, call=_round_trips(pair), module=None, counterpart=None, returns=Returns())
     case = dataclasses.replace(ctx.case, params=arguments)
-    run = run_op(chain, image, case, ctx.target, timeout_s=ctx.timeout_s)
+    run = yield from call(chain, image, case, ctx.target)
     forward, backward = (f"{f.__module__}.{f.__name__}" for f in pair)
     if not usable(run) or (run.error is None and not run.output):
         return None
@@ -189,8 +191,8 @@ def _inverted(module: Any, output: torch.Tensor) -> Any:
         return exc
 
 
-def check_module_inverse(ctx: CaseContext) -> CheckOutcome | None:
-    warp = geometric_warp(ctx, after=_inverted)
+def check_module_inverse(ctx: CaseContext) -> Steps[CheckOutcome | None]:
+    warp = yield from geometric_warp(ctx, after=_inverted)
     if warp is None or warp.after is None:
         return None
     if isinstance(warp.after, Exception):
@@ -219,7 +221,7 @@ def check_module_inverse(ctx: CaseContext) -> CheckOutcome | None:
     return found
 
 
-def check_inverse(ctx: CaseContext) -> CheckOutcome | None:
+def check_inverse(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     if ctx.case.recipe.empty or ctx.output64 is None:
         return None  # the op raised or returned no values
     pair = _pair(ctx.spec)
@@ -228,7 +230,7 @@ def check_inverse(ctx: CaseContext) -> CheckOutcome | None:
         return None  # an input outside the [0, 1] the conversions document
     if not _first_cases.take(ctx):
         return None
-    return check_named_pair(ctx, pair) if pair is not None else check_module_inverse(ctx)
+    return (yield from (check_named_pair(ctx, pair) if pair is not None else check_module_inverse(ctx)))
 
 
 def _applies(spec: OpSpec, target: Target, mode: str) -> bool:

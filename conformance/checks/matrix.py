@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from conformance.checks.context import CaseContext
 from conformance.checks.forms import FirstCases, eager_tensor_call, keeping, usable
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
-from conformance.devices.calls import run_op
+from conformance.checks.requests import Steps, call
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec
@@ -77,7 +77,7 @@ class Warp:
     after: Any = None
 
 
-def geometric_warp(ctx: CaseContext, after: Callable[[Any, torch.Tensor], Any] | None = None) -> Warp | None:
+def geometric_warp(ctx: CaseContext, after: Callable[[Any, torch.Tensor], Any] | None = None) -> Steps[Warp | None]:
     """The case's call of a kornia geometric augmentation on the target, with its reported matrix and
     `after(module, output)` read inside the call (None: the op is no such augmentation, resamples otherwise than
     bilinear or nearest, or did not run)."""
@@ -88,7 +88,7 @@ def geometric_warp(ctx: CaseContext, after: Callable[[Any, torch.Tensor], Any] |
         module = built[-1]
         return output, getattr(module, "transform_matrix", None), after(module, output) if after else None
 
-    run = run_op(spec, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s, then=read)
+    run = yield from call(spec, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled, then=read)
     if not usable(run) or run.error is not None or not built or not geometric(built[-1]):
         return None
     output, matrix, later = run.output
@@ -112,10 +112,10 @@ def content_tolerance(ctx: CaseContext) -> Tolerance:
     return Tolerance("transform-matrix", atol=1e-3 * span, reason="float32 positions: ~1e-5 of a pixel")
 
 
-def check_transform_matrix(ctx: CaseContext) -> CheckOutcome | None:
+def check_transform_matrix(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     if ctx.case.recipe.empty or ctx.output64 is None or not _first_cases.take(ctx):
         return None
-    warp = geometric_warp(ctx)
+    warp = yield from geometric_warp(ctx)
     if warp is None:
         return None
     expected, inside = warped(

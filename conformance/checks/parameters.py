@@ -29,6 +29,7 @@ from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered, given
 from conformance.checks.forms import FirstCases, eager_tensor_call
 from conformance.checks.registry import Check, CheckOutcome, register
+from conformance.checks.requests import Steps
 from conformance.devices.entry import Entry
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
@@ -60,22 +61,22 @@ def floating_parameters(entry: Entry, image_shape: tuple[int, ...]) -> dict[str,
     return found
 
 
-def _output(ctx: CaseContext, entry: Entry, name: str, value: torch.Tensor) -> Any:
+def _output(ctx: CaseContext, entry: Entry, name: str, value: torch.Tensor) -> Steps[Any]:
     image = ctx.source.dense.double()  # differences in float64 whatever the case's float dtype
-    run = given(ctx, entry, {name: ctx.target.place(value)}, ctx.sampled, image=image)
+    run = yield from given(ctx, entry, {name: ctx.target.place(value)}, ctx.sampled, image=image)
     if run is None or run.error is not None or not isinstance(run.output, torch.Tensor):
         return None
     return run.output
 
 
-def _checked(ctx: CaseContext, entry: Entry, name: str, value: torch.Tensor) -> CheckOutcome | None:
+def _checked(ctx: CaseContext, entry: Entry, name: str, value: torch.Tensor) -> Steps[CheckOutcome | None]:
     rng = np.random.default_rng(zlib.crc32(f"param_gradient {name} {ctx.case.json}".encode()))
     direction = torch.from_numpy(rng.standard_normal(tuple(value.shape)))
     leaf = value.clone().requires_grad_(True)
-    with torch.enable_grad():
-        output = _output(ctx, entry, name, leaf)
-    ahead = _output(ctx, entry, name, value + STEP * direction)
-    behind = _output(ctx, entry, name, value - STEP * direction)
+    with torch.enable_grad():  # open while the engine runs the call
+        output = yield from _output(ctx, entry, name, leaf)
+    ahead = yield from _output(ctx, entry, name, value + STEP * direction)
+    behind = yield from _output(ctx, entry, name, value - STEP * direction)
     if any(v is None or not v.is_floating_point() for v in (output, ahead, behind)):
         return None
     at, forward, backward = (to_float64(host_tensor(v.detach())) for v in (output, ahead, behind))
@@ -110,15 +111,15 @@ def _checked(ctx: CaseContext, entry: Entry, name: str, value: torch.Tensor) -> 
     return CheckOutcome("param_gradient", False, said, cause="gradient values", details={"off": off})
 
 
-def check_param_gradient(ctx: CaseContext) -> CheckOutcome | None:
+def check_param_gradient(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     if ctx.case.recipe.empty or ctx.output64 is None or not _first_cases.take(ctx):
         return None
-    entry, _ = entered(ctx, ctx.sampled)
+    entry, _ = yield from entered(ctx, ctx.sampled)
     if entry is None:
         return None
     parameters = floating_parameters(entry, tuple(ctx.source.dense.shape))
     for name, value in parameters.items():
-        found = _checked(ctx, entry, name, value)
+        found = yield from _checked(ctx, entry, name, value)
         if found is not None:
             found.details = {**(found.details or {}), "callable": entry.name, "parameters": sorted(parameters)}
             return found

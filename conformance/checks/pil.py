@@ -19,7 +19,7 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register, valid_inputs
-from conformance.devices.calls import run_op
+from conformance.checks.requests import Steps, call
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec
@@ -50,14 +50,14 @@ def _sample(values: np.ndarray, index: int) -> np.ndarray:
     return values.reshape(-1, *values.shape[-3:])[index]
 
 
-def check_pil(ctx: CaseContext) -> CheckOutcome | None:
+def check_pil(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     recipe = ctx.case.recipe
     if recipe.channels not in PIL_MODES or recipe.empty or ctx.sampled is not None:
         return None  # no Pillow mode holds it (or a random module's replayed parameters are for a batch)
     images = math.prod(recipe.batch)
     index = recipe.seed % images
     picture = to_pil(_sample(ctx.source.values, index))
-    run = run_op(ctx.spec, picture, ctx.case, ctx.target, timeout_s=ctx.timeout_s)
+    run = yield from call(ctx.spec, picture, ctx.case, ctx.target)
     if run.not_run is not None or run.resource is not None:
         return None
     tensor_path = None if ctx.output64 is None else _sample(ctx.output64, index)

@@ -20,6 +20,7 @@ from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered
 from conformance.checks.forms import eager_tensor_call
 from conformance.checks.registry import Check, CheckOutcome, register
+from conformance.checks.requests import Steps
 from conformance.devices.targets import Target
 from conformance.spec.documented import OutputRange, output_ranges
 from conformance.spec.opspec import OpSpec
@@ -50,14 +51,14 @@ def _outside(values: np.ndarray, stated: OutputRange, dtype: torch.dtype) -> np.
     return above | (values < stated.low - slack) | np.isnan(values)
 
 
-def check_ranges(ctx: CaseContext) -> CheckOutcome | None:
+def check_ranges(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     output = ctx.run.output
     if ctx.output64 is None or not isinstance(output, torch.Tensor) or not output.is_floating_point():
         return None
     values = ctx.source.values
     if ctx.case.recipe.empty or _documents.get(ctx.spec.name) is False or values.min() < 0 or values.max() > 1:
         return None  # no range documented, or an input outside the [0, 1] the docs speak of
-    entry, _ = entered(ctx, ctx.sampled)
+    entry, _ = yield from entered(ctx, ctx.sampled)
     stated = ranges_of(entry.callable) if entry is not None else ()
     _documents[ctx.spec.name] = bool(stated)
     held = [s for s in stated if s.holds_for(entry.arguments)] if entry is not None else []

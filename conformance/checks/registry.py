@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from conformance.checks.context import CaseContext
+from conformance.checks.requests import Request, Steps
 from conformance.devices.targets import Target
 from conformance.spec.opspec import OpSpec
 from conformance.spec.recipes import peak
@@ -68,7 +69,8 @@ class Check:
     against: str
     summary: str
     applies: Callable[[OpSpec, Target, str], bool]
-    run: Callable[[CaseContext], CheckOutcome | None]  # None: nothing to check in this case
+    # None: nothing to check in this case; steps: the requests it yields for runs of its own (checks.requests)
+    run: Callable[[CaseContext], CheckOutcome | Steps[CheckOutcome | None] | None]
     gating: bool = True  # False: its failures are warnings (a lesser, separately named finding)
     option: str | None = None  # only in runs that turn this on (e.g. "baseline": run --baseline DIR)
     output_only: bool = False  # reads only the output or what was raised: runs on targets in another process too
@@ -129,16 +131,29 @@ def value_checks() -> tuple[str, ...]:
     return tuple(name for name, check in REGISTRY.items() if check.judges_values)
 
 
-def outcome(ctx: CaseContext, check: str) -> CheckOutcome | None:
-    """The check's outcome for this case on this target (None: it does not apply to what happened), computed
-    once and kept on the context for the case's other items."""
-    if check not in ctx.outcomes:
-        declared = REGISTRY[check]
-        found = declared.run(ctx)
-        if found is not None:
-            found.against = found.against or declared.against
-        ctx.outcomes[check] = found
-    return ctx.outcomes[check]
+@dataclass(frozen=True, eq=False)
+class Verdict(Request):
+    """Another check's outcome on a context (the engine computes it once, with any runs it asks for)."""
+
+    ctx: CaseContext
+    check: str
+
+
+def verdict(ctx: CaseContext, check: str) -> Steps[CheckOutcome | None]:
+    """The check's outcome for this case on this target (None: it does not apply to what happened)."""
+    if check in ctx.outcomes:
+        known: CheckOutcome | None = ctx.outcomes[check]
+        return known
+    found: CheckOutcome | None = yield Verdict(ctx, check)
+    return found
+
+
+def keep_outcome(ctx: CaseContext, check: str, found: CheckOutcome | None) -> CheckOutcome | None:
+    """Kept on the context for the case's other items, with what it was compared against."""
+    if found is not None:
+        found.against = found.against or REGISTRY[check].against
+    ctx.outcomes[check] = found
+    return found
 
 
 # -- conditions ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import torch
 from conformance.checks.context import CaseContext
 from conformance.checks.devices import device_problems
 from conformance.checks.registry import Check, CheckOutcome, failed, register, valid_inputs
-from conformance.devices.calls import run_op, sample_on
+from conformance.checks.requests import Steps, call, own_draw
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import host_tensor
 from conformance.spec.opspec import OpSpec
@@ -57,13 +57,13 @@ def _compare_sample(ctx: CaseContext, sampled: Any) -> tuple[list[tuple[str, str
     return problems, devices
 
 
-def check_sampling(ctx: CaseContext) -> CheckOutcome | None:
+def check_sampling(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     """A random module's own sampling on the target (module moved there), which replayed parameters
     never exercise: its sampler, and a call that draws its own parameters, under the placement rules."""
     spec, target = ctx.spec, ctx.target
     problems: list[tuple[str, str]] = []
     details: dict[str, Any] = {}
-    sampling = sample_on(spec, ctx.source.on(target), ctx.case, target, timeout_s=ctx.timeout_s)
+    sampling = yield from own_draw(spec, ctx.source.on(target), ctx.case, target)
     if sampling.not_run is not None:
         return None
     if sampling.error is not None:
@@ -76,7 +76,7 @@ def check_sampling(ctx: CaseContext) -> CheckOutcome | None:
     elif sampling.params is not None:
         found, details["parameter_devices"] = _compare_sample(ctx, sampling.params)
         problems += found
-    run = run_op(spec, ctx.source.on(target), ctx.case, target, None, timeout_s=ctx.timeout_s)  # its own parameters
+    run = yield from call(spec, ctx.source.on(target), ctx.case, target, None)  # its own parameters
     if run.not_run is not None or run.resource is not None:
         return None
     how = f"with its own sampling on {target.name}: "

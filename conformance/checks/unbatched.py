@@ -20,7 +20,7 @@ import torch
 from conformance.checks.context import CaseContext
 from conformance.checks.forms import FirstCases, declared, in_process_eager, usable, watched
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
-from conformance.devices.calls import run_op
+from conformance.checks.requests import Steps, call
 from conformance.devices.entry import Entry, recording
 from conformance.devices.virtual.tensor import holds_values, host_tensor
 from conformance.spec.recipes import to_float64
@@ -31,7 +31,7 @@ UNBATCHED_CASES = 10
 _first_cases = FirstCases(UNBATCHED_CASES)
 
 
-def check_unbatched(ctx: CaseContext) -> CheckOutcome | None:
+def check_unbatched(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     batch = ctx.case.recipe.batch
     if batch not in ((), (1,)) or ctx.case.recipe.empty or ctx.output64 is None:
         return None  # a batch of several, or the op raised (the error check's) or returned no values
@@ -41,7 +41,7 @@ def check_unbatched(ctx: CaseContext) -> CheckOutcome | None:
     given = image[0] if batch else image.unsqueeze(0)
     entries: list[Entry] = []
     spec = watched(ctx.spec, lambda: recording(entries))
-    other = run_op(spec, given, ctx.case, ctx.target, ctx.sampled, timeout_s=ctx.timeout_s)
+    other = yield from call(spec, given, ctx.case, ctx.target, ctx.sampled)
     if entries and batch_required(entries[0], given):
         return None  # the library documents a batch dimension (kornia's normalize: (B, C, *)): no unbatched image
     if not usable(other) or other.error is not None or not holds_values(other.output):

@@ -15,14 +15,15 @@ from conformance.checks.registry import (
     compared_with_cpu,
     data_range,
     identical,
-    outcome,
     register,
     valid_inputs,
+    verdict,
 )
+from conformance.checks.requests import Steps
 from conformance.spec.tolerances import Metrics
 
 
-def check_reference(ctx: CaseContext) -> CheckOutcome | None:
+def check_reference(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     """The output against the reference; an operation's implementation also carries the cross-library
     measurement against the other libraries (`details["peers"]`, a measurement, not a verdict)."""
     if not ctx.returned_tensor or ctx.spec.reference_in(ctx.mode) is None:  # a swept transform has no reference
@@ -32,7 +33,7 @@ def check_reference(ctx: CaseContext) -> CheckOutcome | None:
     found = None
     if cpu is not None and identical(ctx.output64, cpu.output64):
         # bit-identical to the cpu output under the same tolerance: the cpu's outcome is this one's
-        on_cpu = outcome(cpu, "reference")
+        on_cpu = yield from verdict(cpu, "reference")
         if on_cpu is not None and on_cpu.tolerance is tolerance:
             found = replace(on_cpu, details=None)
     if found is None:
@@ -81,13 +82,14 @@ def check_fidelity(ctx: CaseContext) -> CheckOutcome | None:
     )
 
 
-def diverging_side(ctx: CaseContext, twin: str, judge: str = "reference") -> str:
+def diverging_side(ctx: CaseContext, twin: str, judge: str = "reference") -> Steps[str]:
     """Which side of a difference from the twin is off what `judge` compares with (the reference; the
     gradient estimate): `twin`, the target's name, "both", or "undetermined" (both within that check's
     tolerance, yet too far from each other)."""
     other = ctx.twin
     assert other is not None
-    mine, theirs = outcome(ctx, judge), outcome(other, judge)
+    mine = yield from verdict(ctx, judge)
+    theirs = yield from verdict(other, judge)
     twin_off = other.run.error is not None or (theirs is not None and not theirs.passed)
     target_off = mine is not None and not mine.passed
     if twin_off and target_off:
@@ -97,7 +99,7 @@ def diverging_side(ctx: CaseContext, twin: str, judge: str = "reference") -> str
     return ctx.target.name if target_off else "undetermined"
 
 
-def _against_twin(ctx: CaseContext, check: str, twin: str, named: str) -> CheckOutcome | None:
+def _against_twin(ctx: CaseContext, check: str, twin: str, named: str) -> Steps[CheckOutcome | None]:
     """The target's output against its twin's for the same case (the cpu for an accelerator, eager for a
     compiled target).  When they differ and the reference shows the twin is the side that is off, the
     failure belongs to the twin's cells (its reference or error check), and this outcome passes, saying so.
@@ -124,7 +126,7 @@ def _against_twin(ctx: CaseContext, check: str, twin: str, named: str) -> CheckO
         found = compare_check(check, ctx.output64, other.output64, tolerance, ctx.output_dtype, twin)
         if found.passed:
             return found
-    side = diverging_side(ctx, twin)
+    side = yield from diverging_side(ctx, twin)
     found.diverges = side
     if side == twin:
         return replace(
@@ -143,14 +145,14 @@ def _against_twin(ctx: CaseContext, check: str, twin: str, named: str) -> CheckO
     return found
 
 
-def check_cross_device(ctx: CaseContext) -> CheckOutcome | None:
+def check_cross_device(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     """An accelerator's (or ISA path's) output against the cpu's."""
-    return _against_twin(ctx, "cross_device", ctx.target.twin_label, "the cpu")
+    return (yield from _against_twin(ctx, "cross_device", ctx.target.twin_label, "the cpu"))
 
 
-def check_compiled(ctx: CaseContext) -> CheckOutcome | None:
+def check_compiled(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     """A compiled target's output against eager on the same device."""
-    return _against_twin(ctx, "compiled", ctx.target.twin_label, "eager")
+    return (yield from _against_twin(ctx, "compiled", ctx.target.twin_label, "eager"))
 
 
 register(

@@ -8,14 +8,13 @@ sampled random parameters, and called.  On accelerators the call runs with a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from conformance.devices.placement import PlacementLog, is_device_mix_error, left_behind
-from conformance.devices.runs import CaseTimeout, OpRun, describe_error, time_limit
+from conformance.devices.runs import CaseTimeout, OpRun, Sampling, describe_error, time_limit
 from conformance.devices.targets import CPU, Target
 from conformance.devices.trees import map_leaves
 from conformance.devices.virtual.state import NotEmulatable
@@ -45,15 +44,26 @@ def sample_params(spec: OpSpec, host_input: torch.Tensor, case: Case) -> Sampled
         return spec.module.sample(spec.module.build(dict(case.params)), host_input, dict(case.params))
 
 
-@dataclass
-class Sampling:
-    """A random module's own sampler, run on a target with the module moved there."""
+def library_draw(module: Any, image: torch.Tensor) -> Any:
+    """The module's parameters for the image, drawn by the library's own sampler (kornia: `forward_parameters`;
+    torchvision v2: `make_params`, `_get_params` before 0.21 named it), or None where it has no sampler."""
+    if hasattr(module, "forward_parameters"):
+        return module.forward_parameters(image.shape)
+    sampler = getattr(module, "make_params", None) or getattr(module, "_get_params", None)
+    return sampler([image]) if sampler is not None else None
 
-    params: Sampled | None = None
-    log: PlacementLog | None = None
-    error: str | None = None
-    mixed_devices: bool = False
-    not_run: str | None = None  # why the target did not run it (not emulatable, compile budget spent, ...)
+
+def draws(spec: OpSpec, params: dict[str, Any], image: torch.Tensor, seeds: Sequence[int]) -> list[Any]:
+    """A module op's parameters for `image`, drawn on the cpu by the library's own sampler (`library_draw`) with
+    one instance, once per seed; what the constructor or the sampler raises is raised."""
+    assert spec.module is not None
+    module = spec.module.build(params)
+    found = []
+    with torch.random.fork_rng(devices=[]):
+        for seed in seeds:
+            CPU.seed(seed)
+            found.append(library_draw(module, image))
+    return found
 
 
 def sample_on(spec: OpSpec, tensor: torch.Tensor, case: Case, target: Target, *, timeout_s: float = 0.0) -> Sampling:

@@ -12,6 +12,7 @@ from typing import Any
 from conformance.devices import deadline
 from conformance.devices.frames import is_library, is_plumbing
 from conformance.devices.placement import PlacementLog, is_device_mix_error
+from conformance.spec.opspec import Sampled
 
 
 class CaseTimeout(BaseException):
@@ -161,3 +162,14 @@ def describe_error(exc: BaseException) -> str:
             where += f", called from {library[-1][0]}:{library[-1][1]} in {library[-1][2]}"
         where += ")"
     return f"{type(exc).__name__}: {str(exc).strip()}{where}"
+
+
+@dataclass
+class Sampling:
+    """A random module's own sampler, run on a target with the module moved there."""
+
+    params: Sampled | None = None
+    log: PlacementLog | None = None
+    error: str | None = None
+    mixed_devices: bool = False
+    not_run: str | None = None  # why the target did not run it (not emulatable, compile budget spent, ...)

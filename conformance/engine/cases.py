@@ -20,13 +20,14 @@ import numpy as np
 import torch
 
 from conformance.checks import peers
-from conformance.checks.context import CaseContext, CaseInputs, InputImage, Tolerances, expected_output
+from conformance.checks.context import CaseContext, CaseInputs, CaseMemo, InputImage, Tolerances, expected_output
 from conformance.checks.evidence import arrays
-from conformance.checks.registry import REGISTRY, CheckOutcome, applicable, outcome
+from conformance.checks.registry import REGISTRY, CheckOutcome, applicable, keep_outcome
 from conformance.devices.calls import run_op, sample_params
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import CPU, Target
 from conformance.engine import peer_runs
+from conformance.engine.check_runs import finished
 from conformance.spec.opspec import OpSpec
 from conformance.spec.overrides import Override
 from conformance.spec.recipes import Case
@@ -139,7 +140,10 @@ class CaseCache:
             source,
             sampled,
             lambda: self._reference(spec, case, source, sampled, mode),
-            lambda name, compute: self._get((spec.name, case.key, name), compute),
+            CaseMemo(
+                lambda name: self._entries.get((spec.name, case.key, name)),
+                lambda name, value: self.put((spec.name, case.key, name), value),
+            ),
         )
 
     def has_context(self, spec: OpSpec, case: Case, target: Target, mode: str) -> bool:
@@ -191,13 +195,18 @@ class CaseCache:
         return found
 
     def outcome(self, ctx: CaseContext, check: str) -> CheckOutcome | None:
-        """The check's outcome on this context, with the cross-library measurement made first where the check
-        reads it (the earlier implementations' runs come from this cache)."""
-        if REGISTRY[check].reads_peers and not ctx.peers_measured:
+        """The check's outcome on this context, computed once: with the cross-library measurement made first where
+        the check reads it (the earlier implementations' runs come from this cache), and what it asks run
+        (conformance.engine.check_runs)."""
+        if check in ctx.outcomes:
+            known: CheckOutcome | None = ctx.outcomes[check]
+            return known
+        declared = REGISTRY[check]
+        if declared.reads_peers and not ctx.peers_measured:
             entries, calls = peer_runs.plan(ctx)
             others = {name: self.context(call.spec, call.case, call.target, ctx.mode) for name, call in calls.items()}
             ctx.peers, ctx.peers_measured = peers.measure(ctx, entries, others), True
-        return outcome(ctx, check)
+        return keep_outcome(ctx, check, finished(declared.run(ctx), self.timeout_s, self.outcome))
 
 
 @dataclass

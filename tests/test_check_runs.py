@@ -1,0 +1,114 @@
+"""A check never calls the op: it yields requests (conformance.checks.requests) and the engine runs them.
+
+The engine's driver sends each request's result back to the check, raises what a request raised at the check's
+`yield`, computes another check's verdict once, and refuses what it does not run; an import-linter contract keeps
+checks/ away from the modules that call ops (tests/test_layers.py runs it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from conformance import OpSpec, Rule, Tolerance
+from conformance.checks.registry import REGISTRY, Check, CheckOutcome, Verdict, always, verdict
+from conformance.checks.requests import Call, Parameters, Request, Steps, call, parameters
+from conformance.devices.runs import OpRun
+from conformance.devices.targets import CPU
+from conformance.engine.cases import CaseCache
+from conformance.engine.check_runs import drive
+from conformance.spec.opspec import ModuleOp
+from conformance.spec.recipes import Case, Recipe
+
+CALLS: list[torch.Tensor] = []
+
+
+def _doubled(image: torch.Tensor, params: dict) -> torch.Tensor:
+    CALLS.append(image)
+    return image * 2
+
+
+SPEC = OpSpec(
+    name="doubled",
+    call=_doubled,
+    reference=lambda image, case: image * 2,
+    dtypes=("float32",),
+    modes=("default",),
+    params=lambda recipe, mode: None,
+    tolerances=[Rule(Tolerance("any", reason="test"))],
+)
+RECIPE = Recipe(batch=(), channels=1, height=2, width=3, dtype="float32", layout="contiguous", content="noise", seed=0)
+CASE = Case("doubled", RECIPE, {})
+
+
+def _refuses(params: dict) -> torch.nn.Module:
+    raise ValueError("refused")
+
+
+REFUSING = OpSpec(
+    name="refusing", module=ModuleOp(build=_refuses, sample=lambda module, image, params: {}), reference=None, dtypes=()
+)
+
+
+def test_the_driver_sends_each_result_back_and_raises_at_the_yield():
+    def steps() -> Steps[tuple[OpRun, str]]:
+        run = yield from call(SPEC, torch.ones(1, 2, 2), CASE, CPU)
+        try:
+            yield from parameters(REFUSING, run.output, CASE)
+        except ValueError as exc:
+            return run, str(exc)
+        return run, "no raise"
+
+    CALLS.clear()
+    run, said = drive(steps())
+    assert len(CALLS) == 1 and torch.equal(run.output, torch.full((1, 2, 2), 2.0))
+    assert said == "refused", said  # the sampler's build raised where the check asked, and the check went on
+
+
+def test_a_request_the_engine_does_not_run_is_refused_by_name():
+    class Unknown(Request):
+        pass
+
+    def steps() -> Steps[None]:
+        yield Unknown()
+
+    with pytest.raises(TypeError, match="Unknown"):
+        drive(steps())
+
+
+def test_a_check_that_yields_gets_its_run_from_the_engine_and_another_checks_verdict_once(monkeypatch):
+    asked: list[Request] = []
+
+    def check_twice(ctx):
+        reference = yield from verdict(ctx, "reference")
+        again = yield from call(ctx.spec, ctx.source.on(ctx.target), ctx.case, ctx.target, ctx.sampled)
+        same = bool(np.array_equal(again.output.numpy(), ctx.run.output.numpy()))
+        return CheckOutcome("twice", same and reference is not None and reference.passed)
+
+    def recorded(ctx):
+        steps = check_twice(ctx)
+        reply = None
+        while True:  # the engine's driver sees every request: recorded here on the way through
+            try:
+                request = steps.send(reply)
+            except StopIteration as done:
+                return done.value
+            asked.append(request)
+            reply = yield request
+
+    monkeypatch.setitem(REGISTRY, "twice", Check("twice", 999, "itself", "twice", always, recorded))
+    cache = CaseCache()
+    CALLS.clear()
+    ctx = cache.context(SPEC, CASE, CPU, "default")
+    found = cache.outcome(ctx, "twice")
+    assert found is not None and found.passed and found.against == "itself"
+    assert [type(r) for r in asked] == [Verdict, Call]  # the reference's verdict was not made yet: the engine made it
+    assert len(CALLS) == 2  # the case's run and the one the check asked for; the check itself called nothing
+    assert ctx.outcomes["reference"] is not None and cache.outcome(ctx, "twice") is found  # each made once
+    assert len(CALLS) == 2
+
+
+def test_a_parameters_request_is_none_for_an_op_that_samples_nothing():
+    assert drive(parameters(SPEC, torch.ones(1, 2, 2), CASE)) is None
+    assert isinstance(Parameters(SPEC, torch.ones(1), CASE), Request)
