@@ -20,14 +20,17 @@ def test_layers_are_read_from_the_import_contract_top_first():
 def test_a_path_down_and_back_counts_its_climbs_and_returns():
     ranked = case_flow.layers()
     calls = [
-        ("conformance.engine.session", None),
-        ("conformance.engine.session", "conformance.engine.session"),  # the same stay
-        ("conformance.checks.values", "conformance.engine.session"),
-        ("conformance.spec.opspec", "conformance.checks.values"),
-        ("conformance.engine.ledger", "conformance.spec.opspec"),  # a callback: spec calls up into the engine
-        ("conformance.checks.values", "conformance.engine.session"),  # back to a module left
+        ("conformance.engine.session", None, False),
+        ("conformance.engine.session", "conformance.engine.session", False),  # the same stay
+        ("conformance.checks.values", "conformance.engine.session", False),
+        ("conformance.spec.opspec", "conformance.checks.values", False),
+        ("conformance.engine.ledger", "conformance.spec.opspec", False),  # a callback: spec calls up into the engine
+        ("conformance.checks.values", "conformance.engine.session", False),  # back to a module left
+        ("conformance.spec.opspec", "conformance.checks.values", True),  # a read of the spec's own: back, a read
     ]
     found = case_flow.flow(calls, ranked)
-    assert found["calls"] == 6 and found["stays"] == 5 and found["modules"] == 4
+    assert found["calls"] == 7 and found["stays"] == 6 and found["modules"] == 4
     assert found["climbs"] == 1 and found["climbed"] == ["conformance.spec.opspec -> conformance.engine.ledger"]
-    assert found["returns"] == 1
+    assert found["returns"] == 2
+    assert found["returns_reads_aside"] == 1  # the read of the spec is not a step of the path
+    assert found["path_reads_aside"] == found["path"][:-1]
