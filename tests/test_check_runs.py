@@ -13,11 +13,11 @@ import torch
 
 from conformance import OpSpec, Rule, Tolerance
 from conformance.checks.registry import REGISTRY, Check, CheckOutcome, Verdict, always, verdict
-from conformance.checks.requests import Call, Parameters, Request, Steps, call, parameters
+from conformance.checks.requests import Call, Parameters, Request, Steps, call, first_case, parameters
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import CPU
 from conformance.engine.cases import CaseCache
-from conformance.engine.check_runs import drive
+from conformance.engine.check_runs import Runner, drive
 from conformance.spec.opspec import ModuleOp
 from conformance.spec.recipes import Case, Recipe
 
@@ -112,3 +112,13 @@ def test_a_check_that_yields_gets_its_run_from_the_engine_and_another_checks_ver
 def test_a_parameters_request_is_none_for_an_op_that_samples_nothing():
     assert drive(parameters(SPEC, torch.ones(1, 2, 2), CASE)) is None
     assert isinstance(Parameters(SPEC, torch.ones(1), CASE), Request)
+
+
+def test_a_runner_counts_each_checks_first_cases_per_variant_and_another_runner_starts_afresh():
+    variant = ("doubled", "float32", "default", "cpu")
+    runner = Runner()
+    taken = [runner.drive(first_case("types", variant, 2)) for _ in range(3)]
+    assert taken == [True, True, False]
+    assert runner.drive(first_case("flags", variant, 2))  # another check's count is its own
+    assert runner.drive(first_case("types", ("doubled", "float64", "default", "cpu"), 2))  # and another variant's
+    assert Runner().drive(first_case("types", variant, 2))  # and another run's

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import IDENTICAL, FirstCases, differs, eager_tensor_call, usable
+from conformance.checks.forms import IDENTICAL, differs, eager_tensor_call, first_cases, usable
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.checks.requests import Steps, call
 from conformance.devices.targets import Target
@@ -38,7 +38,6 @@ from conformance.spec.tolerances import UNCALIBRATED, Tolerance, pick_tolerance
 
 # Cases of a variant checked on a target, per process: a mode's path differs on the first cases that reach it
 AMBIENT_CASES = 10
-_first_cases = FirstCases(AMBIENT_CASES)
 
 
 @contextlib.contextmanager
@@ -95,7 +94,7 @@ def check_ambient(ctx: CaseContext) -> Steps[CheckOutcome | None]:
         return None
     dtype = ctx.case.recipe.dtype
     modes = [mode for mode in MODES if (mode.dtypes is None or dtype in mode.dtypes) and mode.on(ctx.target)]
-    if not modes or not _first_cases.take(ctx):
+    if not modes or not (yield from first_cases(ctx, "ambient", AMBIENT_CASES)):
         return None
     tried: list[str] = []
     for mode in modes:

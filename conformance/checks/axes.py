@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import FirstCases, eager_tensor_call
+from conformance.checks.forms import eager_tensor_call, first_cases
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.checks.requests import Steps, draws
 from conformance.devices.targets import CPU, Target
@@ -35,7 +35,6 @@ from conformance.spec.versions import resolved
 DRAWS = 24
 FACTOR = 4.0  # of the mean squares: a factor of 2 in the displacement's size
 SIDES = (32, 128)  # the landscape image's height and width (4:1; torchvision's blur reflects 20 pixels)
-_first_cases = FirstCases(1)
 
 
 def fields(params: Any, height: int, width: int) -> dict[str, torch.Tensor]:
@@ -73,7 +72,7 @@ def _drawn(form: OpSpec, ctx: CaseContext, height: int, width: int) -> Steps[dic
 
 def check_axes(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     form = ctx.spec.module_form()
-    if form is None or form.module is None or not _first_cases.take(ctx):
+    if form is None or form.module is None or not (yield from first_cases(ctx, "axes", 1)):
         return None
     height, width = SIDES
     try:

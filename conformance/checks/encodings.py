@@ -23,7 +23,7 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered, given
-from conformance.checks.forms import FirstCases, differs, eager_tensor_call, usable
+from conformance.checks.forms import differs, eager_tensor_call, first_cases, usable
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.checks.requests import Steps
 from conformance.devices.entry import Entry
@@ -33,7 +33,6 @@ from conformance.spec.signatures import Encoding, accepted, encodings
 # Cases of a variant checked on a target, per process: each costs a call per encoding of every argument, and a
 # path that differs for a type differs on the first case that reaches it (as the history check's HISTORY_CASES).
 TYPES_CASES = 10
-_first_cases = FirstCases(TYPES_CASES)
 
 
 def trials(entry: Entry, dtype: str, target: Target, image_shape: tuple[int, ...]) -> list[tuple[str, Encoding]]:
@@ -57,7 +56,7 @@ def _made(ctx: CaseContext, encoding: Encoding) -> Any:
 def check_types(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     if ctx.case.recipe.empty or not usable(ctx.run):
         return None
-    if not _first_cases.take(ctx):
+    if not (yield from first_cases(ctx, "types", TYPES_CASES)):
         return None  # this variant's first cases were checked on this target
     random = ctx.spec.samples
     sampled = None if random else ctx.sampled  # a random module draws with each encoding (seeded alike)

@@ -22,7 +22,7 @@ import numpy as np
 
 from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered, given
-from conformance.checks.forms import FirstCases, declared, differs, eager_tensor_call
+from conformance.checks.forms import declared, differs, eager_tensor_call, first_cases
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.checks.requests import Steps
 from conformance.devices.entry import Entry
@@ -34,7 +34,6 @@ from conformance.spec.tolerances import Tolerance
 
 # Cases of a variant checked on a target, per process: each costs two calls per state of every flag and enum
 FLAG_CASES = 5
-_first_cases = FirstCases(FLAG_CASES)
 
 
 def another_state(dtype: str) -> Tolerance:
@@ -87,7 +86,7 @@ def _same_on_batch(ctx: CaseContext, entry: Entry) -> Steps[CheckOutcome | None]
 
 
 def check_flags(ctx: CaseContext) -> Steps[CheckOutcome | None]:
-    if ctx.case.recipe.empty or ctx.output64 is None or not _first_cases.take(ctx):
+    if ctx.case.recipe.empty or ctx.output64 is None or not (yield from first_cases(ctx, "flags", FLAG_CASES)):
         return None
     entry, _ = yield from entered(ctx, ctx.sampled)
     if entry is None:

@@ -1,4 +1,5 @@
-"""The `module` check, and what the checks that call the op again share (conformance.checks.history, the relations).
+"""The `module` check, and what the checks that ask for more runs of the op share (conformance.checks.history, the
+relations).
 
 `module`: where an operation exists as a module class and as a function (the spec names its `counterpart`), the
 other form, called with the same params on the same target, gives the same output (or raises the same class).  A
@@ -19,7 +20,7 @@ import torch
 
 from conformance.checks.context import CaseContext, Derived
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register, valid_inputs
-from conformance.checks.requests import Steps, call
+from conformance.checks.requests import Steps, call, first_case
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import Target
 from conformance.devices.virtual.tensor import holds_values, host_tensor
@@ -34,22 +35,12 @@ IDENTICAL = Tolerance(
 )
 
 
-class FirstCases:
-    """A check that calls the op again per case checks only the first `limit` cases of each variant on a target,
-    per process: what it looks for shows on the first cases that reach it."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._taken: dict[tuple[str, str, str, str], int] = {}
-
-    def take(self, ctx: CaseContext) -> bool:
-        """Whether this case is one of its variant's first on this target (counting it)."""
-        variant = (ctx.spec.name, ctx.case.recipe.dtype, ctx.mode, ctx.target.name)
-        taken = self._taken.get(variant, 0)
-        if taken >= self.limit:
-            return False
-        self._taken[variant] = taken + 1
-        return True
+def first_cases(ctx: CaseContext, check: str, limit: int) -> Steps[bool]:
+    """Whether this case is one of the first `limit` of its variant on this target that `check` looks at (counting it;
+    the engine keeps the counts): a check that calls the op again per case looks only at those, where what it looks
+    for shows."""
+    variant = (ctx.spec.name, ctx.case.recipe.dtype, ctx.mode, ctx.target.name)
+    return (yield from first_case(check, variant, limit))
 
 
 def declared(ctx: CaseContext, check: str) -> Tolerance | None:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from conformance.checks.context import CaseContext, InputImage
-from conformance.checks.forms import FirstCases, counterpart_run, differs, in_process_eager, keeping, usable
+from conformance.checks.forms import counterpart_run, differs, first_cases, in_process_eager, keeping, usable
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.checks.requests import Steps, call, own_draw, parameters
 from conformance.devices.virtual.tensor import host_tensor
@@ -33,8 +33,6 @@ from conformance.spec.sampled import named_leaves
 # item for the same reason.
 HISTORY_CASES = 10
 
-
-_history_cases = FirstCases(HISTORY_CASES)
 
 # the other dtype an earlier input takes, by the case's dtype (else the spec's first other dtype of the mode)
 OTHER_DTYPE = {"float32": "float64", "float64": "float32", "uint8": "float32", "float16": "float32"}
@@ -71,7 +69,7 @@ def check_history(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     fresh_last = ctx.run if ctx.spec.module is not None else (yield from counterpart_run(ctx))
     if ctx.case.recipe.empty or not usable(fresh_last) or fresh_last.error is not None:
         return None  # no output of a fresh instance to hold the reused one to (the error item carries a raise)
-    if not _history_cases.take(ctx):
+    if not (yield from first_cases(ctx, "history", HISTORY_CASES)):
         return None  # this variant's first cases were checked on this target
     reused = keeping(form, [], once=True)
     sequence: list[tuple[str, CheckOutcome | None]] = []

@@ -33,7 +33,7 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered
-from conformance.checks.forms import FirstCases, eager_tensor_call, usable
+from conformance.checks.forms import eager_tensor_call, first_cases, usable
 from conformance.checks.matrix import content_tolerance, geometric_warp, warped
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.checks.requests import Steps, call
@@ -47,7 +47,6 @@ from conformance.spec.tolerances import Tolerance
 from conformance.spec.versions import resolved
 
 INVERSE_CASES = 5
-_first_cases = FirstCases(INVERSE_CASES)
 ROUNDINGS = 512  # roundings of the dtype, of the compared values' size, two conversions there and back allow
 FLOOR = 1e-5  # of the values' size, whatever the dtype: libraries regularise their divisions (kornia's HSV: eps=1e-8)
 
@@ -228,7 +227,7 @@ def check_inverse(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     values = ctx.source.values
     if pair is not None and (values.min() < 0 or values.max() > 1):
         return None  # an input outside the [0, 1] the conversions document
-    if not _first_cases.take(ctx):
+    if not (yield from first_cases(ctx, "inverse", INVERSE_CASES)):
         return None
     return (yield from (check_named_pair(ctx, pair) if pair is not None else check_module_inverse(ctx)))
 

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import FirstCases, eager_tensor_call, keeping, usable
+from conformance.checks.forms import eager_tensor_call, first_cases, keeping, usable
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.checks.requests import Steps, call
 from conformance.devices.targets import Target
@@ -33,7 +33,6 @@ from conformance.spec.opspec import OpSpec
 from conformance.spec.tolerances import Tolerance
 
 MATRIX_CASES = 5
-_first_cases = FirstCases(MATRIX_CASES)
 GEOMETRIC_BASE = "GeometricAugmentationBase2D"  # kornia's base class of the augmentations that report a warp
 HALF_PIXEL_TIE = 1e-3
 WARP_MODES = ("bilinear", "nearest")
@@ -113,7 +112,11 @@ def content_tolerance(ctx: CaseContext) -> Tolerance:
 
 
 def check_transform_matrix(ctx: CaseContext) -> Steps[CheckOutcome | None]:
-    if ctx.case.recipe.empty or ctx.output64 is None or not _first_cases.take(ctx):
+    if (
+        ctx.case.recipe.empty
+        or ctx.output64 is None
+        or not (yield from first_cases(ctx, "transform_matrix", MATRIX_CASES))
+    ):
         return None
     warp = yield from geometric_warp(ctx)
     if warp is None:

@@ -27,7 +27,7 @@ import torch
 
 from conformance.checks.context import CaseContext
 from conformance.checks.entered import entered, given
-from conformance.checks.forms import FirstCases, eager_tensor_call
+from conformance.checks.forms import eager_tensor_call, first_cases
 from conformance.checks.registry import Check, CheckOutcome, register
 from conformance.checks.requests import Steps
 from conformance.devices.entry import Entry
@@ -42,7 +42,6 @@ STEP = 1e-6  # the central difference's step, in the parameter's units (float64:
 KINK = 1e-3  # one-sided differences disagreeing by more than this fraction: a kink inside the step (as for images)
 ROUNDINGS = 64  # float64 roundings of an output element the central difference may carry (its noise floor)
 AGREE = 1e-4  # how far the two directional derivatives may be apart, relative to |J^T v| |u|
-_first_cases = FirstCases(PARAM_CASES)
 
 
 def floating_parameters(entry: Entry, image_shape: tuple[int, ...]) -> dict[str, torch.Tensor]:
@@ -112,7 +111,11 @@ def _checked(ctx: CaseContext, entry: Entry, name: str, value: torch.Tensor) -> 
 
 
 def check_param_gradient(ctx: CaseContext) -> Steps[CheckOutcome | None]:
-    if ctx.case.recipe.empty or ctx.output64 is None or not _first_cases.take(ctx):
+    if (
+        ctx.case.recipe.empty
+        or ctx.output64 is None
+        or not (yield from first_cases(ctx, "param_gradient", PARAM_CASES))
+    ):
         return None
     entry, _ = yield from entered(ctx, ctx.sampled)
     if entry is None:

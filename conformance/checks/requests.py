@@ -13,6 +13,7 @@ torch mode open around one (`with torch.enable_grad(): run = yield from call(...
     OwnDraw    a random module's own sampler on a target, the module moved there
     Parameters a random module's parameters drawn on the cpu with the case's seed (what the engine replays)
     Draws      a module's parameters drawn by the library's own sampler, once per seed (the axes relation)
+    FirstCase  whether the case is among the first of its variant on its target that the check looks at
 
 A check reads another check's verdict with `registry.verdict` (a request too: that check may need runs of its own).
 """
@@ -91,6 +92,17 @@ class Parameters(Request):
 
 
 @dataclass(frozen=True, eq=False)
+class FirstCase(Request):
+    """Whether this case is one of the first `limit` of its variant (op, dtype, mode) on its target that `check`
+    looks at, counting it: a check that costs calls per case looks at a variant's first cases only, where what it
+    looks for shows.  The engine keeps the counts, per run and process."""
+
+    check: str
+    variant: tuple[str, str, str, str]
+    limit: int
+
+
+@dataclass(frozen=True, eq=False)
 class Draws(Request):
     """A module op's parameters for `image`, drawn on the cpu by the library's own sampler (kornia's
     `forward_parameters`, torchvision's `make_params`) with one instance built from `params`, once per seed."""
@@ -144,4 +156,11 @@ def draws(spec: OpSpec, params: dict[str, Any], image: torch.Tensor, seeds: tupl
     """What a `Draws` drew, one value a seed."""
     found = yield Draws(spec, params, image, seeds)
     assert isinstance(found, list)
+    return found
+
+
+def first_case(check: str, variant: tuple[str, str, str, str], limit: int) -> Steps[bool]:
+    """The answer to a `FirstCase`."""
+    found = yield FirstCase(check, variant, limit)
+    assert isinstance(found, bool)
     return found

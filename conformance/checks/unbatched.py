@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from conformance.checks.context import CaseContext
-from conformance.checks.forms import FirstCases, declared, in_process_eager, usable, watched
+from conformance.checks.forms import declared, first_cases, in_process_eager, usable, watched
 from conformance.checks.registry import Check, CheckOutcome, compare_check, register
 from conformance.checks.requests import Steps, call
 from conformance.devices.entry import Entry, recording
@@ -28,14 +28,13 @@ from conformance.spec.signatures import accepted
 
 # Cases of a variant checked on a target, per process (as the types and history checks)
 UNBATCHED_CASES = 10
-_first_cases = FirstCases(UNBATCHED_CASES)
 
 
 def check_unbatched(ctx: CaseContext) -> Steps[CheckOutcome | None]:
     batch = ctx.case.recipe.batch
     if batch not in ((), (1,)) or ctx.case.recipe.empty or ctx.output64 is None:
         return None  # a batch of several, or the op raised (the error check's) or returned no values
-    if not _first_cases.take(ctx):
+    if not (yield from first_cases(ctx, "unbatched", UNBATCHED_CASES)):
         return None
     image = ctx.source.on(ctx.target)
     given = image[0] if batch else image.unsqueeze(0)

@@ -27,7 +27,7 @@ from conformance.devices.calls import run_op, sample_params
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import CPU, Target
 from conformance.engine import peer_runs
-from conformance.engine.check_runs import finished
+from conformance.engine.check_runs import Runner
 from conformance.spec.opspec import OpSpec
 from conformance.spec.overrides import Override
 from conformance.spec.recipes import Case
@@ -69,6 +69,7 @@ class CaseCache:
         self._bytes = 0
         self._group: Any = None
         self.refused = 0  # values not kept because the group outgrew max_bytes (each is computed again)
+        self.runner = Runner(timeout_s, self.outcome)  # what checks ask for, and the count of each's first cases
 
     def begin_group(self, group: Any) -> None:
         """The items of another variant group begin: nothing of the last group is read again."""
@@ -206,7 +207,7 @@ class CaseCache:
             entries, calls = peer_runs.plan(ctx)
             others = {name: self.context(call.spec, call.case, call.target, ctx.mode) for name, call in calls.items()}
             ctx.peers, ctx.peers_measured = peers.measure(ctx, entries, others), True
-        return keep_outcome(ctx, check, finished(declared.run(ctx), self.timeout_s, self.outcome))
+        return keep_outcome(ctx, check, self.runner.finished(declared.run(ctx)))
 
 
 @dataclass
