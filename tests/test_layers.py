@@ -32,12 +32,19 @@ def test_the_package_keeps_its_layer_contract():
     assert "BROKEN" not in result.stdout
 
 
-def test_an_upward_import_breaks_the_contract_naming_both_modules(tmp_path):
+def _planted(tmp_path: Path, module: str, line: str) -> subprocess.CompletedProcess:
+    """lint-imports on a copy of the package with `line` appended to `module` (a path under conformance/)."""
     shutil.copytree(ROOT / "conformance", tmp_path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    recipes = tmp_path / "conformance" / "spec" / "recipes.py"
-    recipes.write_text(recipes.read_text() + "\nimport conformance.engine.session  # the declarative API reaching up\n")
-    result = _lint(tmp_path)
+    planted = tmp_path / "conformance" / module
+    planted.write_text(planted.read_text() + f"\n{line}\n")
+    return _lint(tmp_path)
+
+
+def test_an_upward_import_breaks_the_contract_naming_both_modules(tmp_path):
+    result = _planted(
+        tmp_path, "spec/recipes.py", "import conformance.engine.session  # the declarative API reaching up"
+    )
     assert result.returncode != 0
     assert "conformance.spec is not allowed to import conformance.engine" in result.stdout
     assert "conformance.spec.recipes -> conformance.engine.session" in result.stdout
@@ -45,11 +52,9 @@ def test_an_upward_import_breaks_the_contract_naming_both_modules(tmp_path):
 
 def test_a_check_that_calls_the_op_itself_breaks_the_contract(tmp_path):
     """Checks yield requests; the engine runs them (conformance.engine.check_runs): an op call from checks/ fails."""
-    shutil.copytree(ROOT / "conformance", tmp_path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    batch = tmp_path / "conformance" / "checks" / "batch.py"
-    batch.write_text(batch.read_text() + "\nfrom conformance.devices.calls import run_op  # calling the op again\n")
-    result = _lint(tmp_path)
+    result = _planted(
+        tmp_path, "checks/batch.py", "from conformance.devices.calls import run_op  # calling the op again"
+    )
     assert result.returncode != 0
     assert "Checks never call the op" in result.stdout and "BROKEN" in result.stdout
     assert "conformance.checks.batch -> conformance.devices.calls" in result.stdout
