@@ -7,6 +7,10 @@ checks/ away from the modules that call ops (tests/test_layers.py runs it).
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -122,3 +126,21 @@ def test_a_runner_counts_each_checks_first_cases_per_variant_and_another_runner_
     assert runner.drive(first_case("flags", variant, 2))  # another check's count is its own
     assert runner.drive(first_case("types", ("doubled", "float64", "default", "cpu"), 2))  # and another variant's
     assert Runner().drive(first_case("types", variant, 2))  # and another run's
+
+
+def test_the_documented_check_that_asks_for_a_second_call_works_as_written():
+    """docs/adding-an-op.md's example, run as written: it passes a deterministic op and fails one that is not."""
+    text = (Path(__file__).parents[1] / "docs" / "adding-an-op.md").read_text()
+    snippet = re.search(r"```python\n(import torch\n\nfrom conformance\.checks\.registry .*?)```", text, re.S)
+    assert snippet is not None, "the example is gone from docs/adding-an-op.md"
+    try:
+        exec(snippet[1], {})
+        cache = CaseCache()
+        assert cache.outcome(cache.context(SPEC, CASE, CPU, "default"), "twice").passed
+        calls = iter(range(1, 100))
+        drifting = dataclasses.replace(SPEC, name="drifting", call=lambda image, params: image + next(calls))
+        cache = CaseCache()
+        found = cache.outcome(cache.context(drifting, Case("drifting", RECIPE, {}), CPU, "default"), "twice")
+        assert not found.passed and found.message == "a second call gives other values"
+    finally:
+        REGISTRY.pop("twice", None)
