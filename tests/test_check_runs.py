@@ -17,7 +17,7 @@ import torch
 
 from conformance import OpSpec, Rule, Tolerance
 from conformance.checks.registry import REGISTRY, Check, CheckOutcome, Verdict, always, verdict
-from conformance.checks.requests import Call, Parameters, Request, Steps, call, first_case, parameters
+from conformance.checks.requests import Call, Request, Steps, call, first_case, parameters
 from conformance.devices.runs import OpRun
 from conformance.devices.targets import CPU
 from conformance.engine.cases import CaseCache
@@ -115,7 +115,6 @@ def test_a_check_that_yields_gets_its_run_from_the_engine_and_another_checks_ver
 
 def test_a_parameters_request_is_none_for_an_op_that_samples_nothing():
     assert drive(parameters(SPEC, torch.ones(1, 2, 2), CASE)) is None
-    assert isinstance(Parameters(SPEC, torch.ones(1), CASE), Request)
 
 
 def test_a_runner_counts_each_checks_first_cases_per_variant_and_another_runner_starts_afresh():
@@ -144,3 +143,17 @@ def test_the_documented_check_that_asks_for_a_second_call_works_as_written():
         assert not found.passed and found.message == "a second call gives other values"
     finally:
         REGISTRY.pop("twice", None)
+
+
+def test_a_call_a_check_asks_for_is_cut_at_the_runs_case_timeout():
+    import time
+
+    def hangs(image: torch.Tensor, params: dict) -> torch.Tensor:
+        time.sleep(5)
+        return image
+
+    sleeping = dataclasses.replace(SPEC, name="hangs", call=hangs)
+    started = time.monotonic()
+    run = Runner(timeout_s=0.2).drive(call(sleeping, torch.ones(1, 2, 2), CASE, CPU))
+    assert run.timed_out and "--case-timeout" in (run.error or ""), run.error
+    assert time.monotonic() - started < 4

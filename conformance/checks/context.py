@@ -149,7 +149,6 @@ class CaseContext:
         twin: CaseContext | None = None,
         tolerances: Tolerances | None = None,
         baseline: BaselineOutputs | None = None,
-        timeout_s: float = 0.0,
     ) -> None:
         self.inputs, self.target, self.mode = inputs, target, mode
         self.spec, self.case, self.source, self.sampled = inputs.spec, inputs.case, inputs.source, inputs.sampled
@@ -158,7 +157,6 @@ class CaseContext:
         self.twin = twin  # the same case on the target's twin (the cpu; eager for a compiled target)
         self.tolerances = tolerances or Tolerances()
         self.baseline = baseline  # another build's recorded outputs, under --baseline
-        self.timeout_s = timeout_s  # the per-call limit, for checks that call the op again (--case-timeout)
         self.expected_error: ExpectedError | None = self.spec.error_modes.get(mode)
         # the cross-library measurement against the operation's earlier implementations and their outputs
         # (conformance.checks.peers), set by the engine before a check that reads it

@@ -182,15 +182,7 @@ class CaseCache:
             else:
                 run = run_op(spec, placed, case, target, inputs.sampled, timeout_s=self.timeout_s)
         found = CaseContext(
-            inputs,
-            target,
-            mode,
-            tensor_in,
-            run,
-            twin=cpu,
-            tolerances=self.tolerances,
-            baseline=self.baseline,
-            timeout_s=self.timeout_s,
+            inputs, target, mode, tensor_in, run, twin=cpu, tolerances=self.tolerances, baseline=self.baseline
         )
         self.put(key, found)
         return found
